@@ -1,0 +1,122 @@
+/* Small helpers shared by the core: scope-bound locks and buffers,
+ * a type-safe growable array, logging.
+ */
+#ifndef HHC_COMMON_H
+#define HHC_COMMON_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hhc.h"
+
+#define HHC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define HHC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define HHC_IS_POW2(x) ((x) != 0 && ((x) & ((x)-1)) == 0)
+#define HHC_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
+
+/* Abort on a failed pthread call: a failed lock is a bug, not an
+ * error to report.
+ */
+void hhc_pthread_fail (const char *what, int r) __attribute__ ((noreturn));
+
+static inline void
+hhc_lock (pthread_mutex_t *m)
+{
+  int r = pthread_mutex_lock (m);
+  if (r)
+    hhc_pthread_fail ("pthread_mutex_lock", r);
+}
+
+static inline void
+hhc_unlock (pthread_mutex_t *m)
+{
+  int r = pthread_mutex_unlock (m);
+  if (r)
+    hhc_pthread_fail ("pthread_mutex_unlock", r);
+}
+
+static inline void
+hhc_unlockp (pthread_mutex_t **mp)
+{
+  if (*mp)
+    hhc_unlock (*mp);
+}
+
+/* Lock M until the end of the enclosing scope. */
+#define HHC_CAT_(a, b) a##b
+#define HHC_CAT(a, b) HHC_CAT_ (a, b)
+#define HHC_SCOPED_LOCK(m)                                                     \
+  pthread_mutex_t *HHC_CAT (hhc_scoped_lock_, __LINE__)                        \
+      __attribute__ ((cleanup (hhc_unlockp), unused))                          \
+      = (hhc_lock (m), (m))
+
+static inline void
+hhc_freep (void *p)
+{
+  free (*(void **)p);
+}
+
+/* A pointer freed at the end of scope. */
+#define HHC_CLEANUP_FREE __attribute__ ((cleanup (hhc_freep)))
+
+/* Type-safe growable array: HHC_VECTOR (name, type) defines
+ * struct name { type *ptr; size_t len, cap; } and name_append,
+ * name_reset.
+ */
+#define HHC_VECTOR(name, type)                                                 \
+  struct name {                                                                \
+    type *ptr;                                                                 \
+    size_t len, cap;                                                           \
+  };                                                                           \
+  static inline int name##_append (struct name *v, type elem)                  \
+  {                                                                            \
+    if (v->len == v->cap)                                                      \
+      {                                                                        \
+        size_t ncap = v->cap ? v->cap * 2 : 16;                                \
+        type *n = realloc (v->ptr, ncap * sizeof (type));                      \
+        if (n == NULL)                                                         \
+          return ENOMEM;                                                       \
+        v->ptr = n;                                                            \
+        v->cap = ncap;                                                         \
+      }                                                                        \
+    v->ptr[v->len++] = elem;                                                   \
+    return 0;                                                                  \
+  }                                                                            \
+  static inline void name##_reset (struct name *v)                             \
+  {                                                                            \
+    free (v->ptr);                                                             \
+    v->ptr = NULL;                                                             \
+    v->len = v->cap = 0;                                                       \
+  }
+
+/* Logging through the caller's callback. */
+void hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt,
+               va_list ap);
+void hhc_log (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+/* Monotonic time in nanoseconds. */
+uint64_t hhc_now_ns (void);
+
+/* Allocate a zeroed buffer aligned to 4096 (for O_DIRECT). */
+void *hhc_alloc_aligned (size_t size);
+
+/* 64-bit mixing hash (for the index). */
+static inline uint64_t
+hhc_hash64 (uint64_t x)
+{
+  x ^= x >> 33;
+  x *= UINT64_C (0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  x *= UINT64_C (0xc4ceb9fe1a85ec53);
+  x ^= x >> 33;
+  return x;
+}
+
+#endif /* HHC_COMMON_H */

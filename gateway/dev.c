@@ -1,0 +1,261 @@
+/* File and block devices.
+ *
+ * The file descriptor is opened once and shared by every thread
+ * (pread/pwrite are thread-safe).  flock(LOCK_EX|LOCK_NB) on the
+ * descriptor keeps a second gateway off the device; the lock lives as
+ * long as the open file description, also across nbdkit's fork.
+ *
+ * With O_DIRECT, buffers, offsets and lengths must be aligned; a
+ * request that is not is bounced through an aligned buffer.
+ */
+#include <config.h>
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dev.h"
+
+#define DIRECT_ALIGN 4096
+
+struct file_dev {
+  struct hhc_dev dev;
+  int fd;
+  bool direct;
+};
+
+static bool
+aligned (const void *buf, size_t len, uint64_t off)
+{
+  return ((uintptr_t)buf | len | off) % DIRECT_ALIGN == 0;
+}
+
+static int
+full_pread (int fd, void *buf, size_t len, uint64_t off)
+{
+  char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t r = pread (fd, p, len, off);
+      if (r < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return errno;
+        }
+      if (r == 0) /* past the end: reads as zeros */
+        {
+          memset (p, 0, len);
+          return 0;
+        }
+      p += r;
+      len -= r;
+      off += r;
+    }
+  return 0;
+}
+
+static int
+full_pwrite (int fd, const void *buf, size_t len, uint64_t off)
+{
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t r = pwrite (fd, p, len, off);
+      if (r < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return errno;
+        }
+      p += r;
+      len -= r;
+      off += r;
+    }
+  return 0;
+}
+
+/* Bounce an unaligned O_DIRECT request: read-modify-write of the
+ * aligned span around it.
+ */
+static int
+bounce (struct file_dev *f, void *rbuf, const void *wbuf, size_t len,
+        uint64_t off)
+{
+  uint64_t start = off / DIRECT_ALIGN * DIRECT_ALIGN;
+  uint64_t end = HHC_ROUND_UP (off + len, DIRECT_ALIGN);
+  HHC_CLEANUP_FREE char *b = hhc_alloc_aligned (end - start);
+  int r;
+
+  if (b == NULL)
+    return ENOMEM;
+  r = full_pread (f->fd, b, end - start, start);
+  if (r)
+    return r;
+  if (rbuf)
+    {
+      memcpy (rbuf, b + (off - start), len);
+      return 0;
+    }
+  memcpy (b + (off - start), wbuf, len);
+  return full_pwrite (f->fd, b, end - start, start);
+}
+
+static int
+file_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  struct file_dev *f = (struct file_dev *)d;
+
+  if (off + len > d->size)
+    return EIO;
+  if (f->direct && !aligned (buf, len, off))
+    return bounce (f, buf, NULL, len, off);
+  return full_pread (f->fd, buf, len, off);
+}
+
+static int
+file_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct file_dev *f = (struct file_dev *)d;
+
+  if (off + len > d->size)
+    return EIO;
+  if (f->direct && !aligned (buf, len, off))
+    return bounce (f, NULL, buf, len, off);
+  return full_pwrite (f->fd, buf, len, off);
+}
+
+static int
+file_sync (struct hhc_dev *d)
+{
+  struct file_dev *f = (struct file_dev *)d;
+
+  if (fdatasync (f->fd) == -1)
+    return errno;
+  return 0;
+}
+
+static void
+file_close (struct hhc_dev *d)
+{
+  struct file_dev *f = (struct file_dev *)d;
+
+  close (f->fd); /* releases the flock */
+  free (d->name);
+  free (f);
+}
+
+static const struct hhc_dev_ops file_ops = {
+  .pread = file_pread,
+  .pwrite = file_pwrite,
+  .sync = file_sync,
+  .close = file_close,
+};
+
+/* Size of a regular file or block device. */
+static int
+fd_size (int fd, uint64_t *size)
+{
+  struct stat st;
+
+  if (fstat (fd, &st) == -1)
+    return errno;
+  if (S_ISBLK (st.st_mode))
+    {
+      if (ioctl (fd, BLKGETSIZE64, size) == -1)
+        return errno;
+      return 0;
+    }
+  if (!S_ISREG (st.st_mode))
+    return ENODEV;
+  *size = st.st_size;
+  return 0;
+}
+
+/* Open (creating a missing file when create_size > 0). */
+static int
+open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
+           int *fdp)
+{
+  int flags = O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0);
+  int fd = open (path, flags);
+
+  if (fd == -1 && errno == ENOENT && create_size > 0)
+    {
+      fd = open (path, flags | O_CREAT | O_EXCL, 0600);
+      if (fd >= 0 && ftruncate (fd, create_size) == -1)
+        {
+          int e = errno;
+          hhc_log (log, HHC_LOG_ERROR, "%s: cannot set size: %s", path,
+                   strerror (e));
+          close (fd);
+          unlink (path);
+          return e;
+        }
+    }
+  if (fd == -1)
+    {
+      int e = errno;
+      hhc_log (log, HHC_LOG_ERROR, "%s: %s", path, strerror (e));
+      return e;
+    }
+  *fdp = fd;
+  return 0;
+}
+
+int
+dev_open_file (const char *path, uint64_t create_size, bool direct,
+               hhc_log_fn log, struct hhc_dev **devp)
+{
+  struct file_dev *f;
+  uint64_t size;
+  int fd = -1, r;
+
+  r = open_path (path, create_size, direct, log, &fd);
+  if (r)
+    return r;
+  if (flock (fd, LOCK_EX | LOCK_NB) == -1)
+    {
+      r = errno == EWOULDBLOCK ? EBUSY : errno;
+      hhc_log (log, HHC_LOG_ERROR,
+               "%s: device is locked: in use by another gateway", path);
+      close (fd);
+      return r;
+    }
+  r = fd_size (fd, &size);
+  if (r)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "%s: not a regular file or block device",
+               path);
+      close (fd);
+      return r;
+    }
+  if (create_size > 0 && size < create_size)
+    {
+      hhc_log (log, HHC_LOG_ERROR,
+               "%s: file is %" PRIu64 " bytes, smaller than cache-size", path,
+               size);
+      close (fd);
+      return EINVAL;
+    }
+  f = calloc (1, sizeof *f);
+  if (f == NULL || (f->dev.name = strdup (path)) == NULL)
+    {
+      free (f);
+      close (fd);
+      return ENOMEM;
+    }
+  f->dev.ops = &file_ops;
+  f->dev.size = size;
+  f->fd = fd;
+  f->direct = direct;
+  *devp = &f->dev;
+  return 0;
+}

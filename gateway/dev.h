@@ -1,0 +1,87 @@
+/* Devices: where the cache (and later the log) lives.
+ *
+ * A device is a regular file or a block device opened by path, or, in
+ * tests, a crash device that keeps unsynced writes in memory.  All
+ * calls are thread-safe and return 0 or a positive errno.
+ */
+#ifndef HHC_DEV_H
+#define HHC_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hhc.h"
+
+struct hhc_dev;
+
+struct hhc_dev_ops {
+  /* Read or write exactly len bytes at offset. */
+  int (*pread) (struct hhc_dev *dev, void *buf, size_t len, uint64_t offset);
+  int (*pwrite) (struct hhc_dev *dev, const void *buf, size_t len,
+                 uint64_t offset);
+  /* Make every completed write durable (fdatasync). */
+  int (*sync) (struct hhc_dev *dev);
+  /* Release the device. */
+  void (*close) (struct hhc_dev *dev);
+};
+
+struct hhc_dev {
+  const struct hhc_dev_ops *ops;
+  uint64_t size; /* bytes */
+  char *name;    /* for messages */
+};
+
+/* Open a regular file or block device, lock it (flock, so a second
+ * gateway cannot open it: EBUSY) and find its size.  create_size > 0
+ * creates a missing regular file of that size.  direct: O_DIRECT.
+ */
+int dev_open_file (const char *path, uint64_t create_size, bool direct,
+                   hhc_log_fn log, struct hhc_dev **devp);
+
+static inline int
+dev_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  return d->ops->pread (d, buf, len, off);
+}
+
+static inline int
+dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return d->ops->pwrite (d, buf, len, off);
+}
+
+static inline int
+dev_sync (struct hhc_dev *d)
+{
+  return d->ops->sync (d);
+}
+
+static inline void
+dev_close (struct hhc_dev *d)
+{
+  if (d)
+    d->ops->close (d);
+}
+
+/* ---- Crash device (tests) ----
+ *
+ * Keeps a durable image and a list of writes not yet synced.  Reads
+ * see every write.  crashdev_crash() "cuts the power": each unsynced
+ * write is kept or dropped (keep(i) decides for the i-th pending
+ * write, or a seeded coin when keep is NULL), the device then drops
+ * every later write and sync with EIO until crashdev_restart().
+ */
+int crashdev_create (uint64_t size, struct hhc_dev **devp);
+/* Number of writes not yet synced. */
+size_t crashdev_pending (struct hhc_dev *dev);
+void crashdev_crash (struct hhc_dev *dev, unsigned seed,
+                     bool (*keep) (size_t i, void *opaque), void *opaque);
+/* Power back on: reads see the durable image, writes work again. */
+void crashdev_restart (struct hhc_dev *dev);
+/* Make close() a no-op so the device outlives a volume; free with
+ * crashdev_destroy.
+ */
+void crashdev_destroy (struct hhc_dev *dev);
+
+#endif /* HHC_DEV_H */

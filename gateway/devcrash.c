@@ -1,0 +1,189 @@
+/* Crash device, for tests: simulates power loss.
+ *
+ * State (all under lock):
+ *   durable  what the medium holds after a power cut
+ *   current  what reads return: durable + every pending write
+ *   pending  writes since the last sync, in order
+ *   dead     after crashdev_crash: writes and syncs fail with EIO
+ *
+ * sync moves every pending write into durable.  crash applies a
+ * chosen subset of pending writes to durable (in order), copies
+ * durable to current and marks the device dead.
+ */
+#include <config.h>
+
+#include "common.h"
+#include "dev.h"
+
+struct pending {
+  uint64_t off;
+  size_t len;
+  unsigned char *data;
+};
+
+HHC_VECTOR (pending_vec, struct pending)
+
+struct crash_dev {
+  struct hhc_dev dev;
+  pthread_mutex_t lock; /* protects everything below */
+  unsigned char *durable;
+  unsigned char *current;
+  struct pending_vec pending;
+  bool dead;
+};
+
+static struct crash_dev *
+to_crash (struct hhc_dev *d)
+{
+  return (struct crash_dev *)d;
+}
+
+static int
+crash_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  if (off + len > d->size)
+    return EIO;
+  memcpy (buf, c->current + off, len);
+  return 0;
+}
+
+static int
+crash_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct crash_dev *c = to_crash (d);
+  struct pending p = { .off = off, .len = len };
+  HHC_SCOPED_LOCK (&c->lock);
+
+  if (off + len > d->size || c->dead)
+    return EIO;
+  p.data = malloc (len);
+  if (p.data == NULL)
+    return ENOMEM;
+  memcpy (p.data, buf, len);
+  if (pending_vec_append (&c->pending, p))
+    {
+      free (p.data);
+      return ENOMEM;
+    }
+  memcpy (c->current + off, buf, len);
+  return 0;
+}
+
+static void
+drop_pending (struct crash_dev *c)
+{
+  for (size_t i = 0; i < c->pending.len; i++)
+    free (c->pending.ptr[i].data);
+  c->pending.len = 0;
+}
+
+static int
+crash_sync (struct hhc_dev *d)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  if (c->dead)
+    return EIO;
+  for (size_t i = 0; i < c->pending.len; i++)
+    {
+      struct pending *p = &c->pending.ptr[i];
+      memcpy (c->durable + p->off, p->data, p->len);
+    }
+  drop_pending (c);
+  return 0;
+}
+
+static void
+crash_close (struct hhc_dev *d)
+{
+  /* The test owns the device: see crashdev_destroy. */
+}
+
+static const struct hhc_dev_ops crash_ops = {
+  .pread = crash_pread,
+  .pwrite = crash_pwrite,
+  .sync = crash_sync,
+  .close = crash_close,
+};
+
+int
+crashdev_create (uint64_t size, struct hhc_dev **devp)
+{
+  struct crash_dev *c = calloc (1, sizeof *c);
+
+  if (c == NULL)
+    return ENOMEM;
+  c->durable = calloc (1, size);
+  c->current = calloc (1, size);
+  c->dev.name = strdup ("crashdev");
+  if (c->durable == NULL || c->current == NULL || c->dev.name == NULL)
+    {
+      free (c->durable);
+      free (c->current);
+      free (c->dev.name);
+      free (c);
+      return ENOMEM;
+    }
+  pthread_mutex_init (&c->lock, NULL);
+  c->dev.ops = &crash_ops;
+  c->dev.size = size;
+  *devp = &c->dev;
+  return 0;
+}
+
+size_t
+crashdev_pending (struct hhc_dev *d)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  return c->pending.len;
+}
+
+void
+crashdev_crash (struct hhc_dev *d, unsigned seed,
+                bool (*keep) (size_t i, void *opaque), void *opaque)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  for (size_t i = 0; i < c->pending.len; i++)
+    {
+      struct pending *p = &c->pending.ptr[i];
+      bool k = keep ? keep (i, opaque) : (rand_r (&seed) & 1);
+      if (k)
+        memcpy (c->durable + p->off, p->data, p->len);
+    }
+  drop_pending (c);
+  memcpy (c->current, c->durable, d->size);
+  c->dead = true;
+}
+
+void
+crashdev_restart (struct hhc_dev *d)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  drop_pending (c);
+  memcpy (c->current, c->durable, d->size);
+  c->dead = false;
+}
+
+void
+crashdev_destroy (struct hhc_dev *d)
+{
+  struct crash_dev *c = to_crash (d);
+
+  drop_pending (c);
+  pending_vec_reset (&c->pending);
+  pthread_mutex_destroy (&c->lock);
+  free (c->durable);
+  free (c->current);
+  free (d->name);
+  free (c);
+}

@@ -1,0 +1,433 @@
+/* Background write-back: see flusher.h.
+ *
+ * A batch, step by step:
+ *   1. take up to BATCH of the oldest dirty slots (dirty list head),
+ *      plus the other dirty blocks of the same preferred-size chunks;
+ *   2. claim each (stripe lock): still mapped, dirty, not busy ->
+ *      ACT_BUSY | ACT_WB, ACT_REDIRTY cleared;
+ *   3. read their data from the SSD, then drop ACT_BUSY (clients may
+ *      write again; a write sets ACT_REDIRTY);
+ *   4. sort by LBA, cut into extents of consecutive blocks that do not
+ *      cross a chunk boundary, write them with nthreads threads;
+ *   5. flush the backend;
+ *   6. per block (stripe lock): if its extent and the flush succeeded,
+ *      it was not rewritten and no trim/zero passed down meanwhile,
+ *      mark it clean (invariant 3); drop ACT_WB.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "flusher.h"
+#include "volume_int.h"
+
+#define BATCH 256
+#define MAX_EXTENT (4u * 1024 * 1024)
+
+struct wb_block {
+  uint64_t lba;
+  uint32_t slot;
+  uint32_t extent; /* index of its extent */
+};
+
+struct wb_extent {
+  uint64_t lba;   /* first block */
+  uint32_t first; /* index of first block in the sorted array */
+  uint32_t n;     /* blocks */
+  int err;
+};
+
+struct wb_batch {
+  struct hhc_volume *vol;
+  void *bctx;
+  struct wb_block *blocks;
+  uint32_t nblocks;
+  char *data; /* nblocks * bs, in sorted order */
+  struct wb_extent *ext;
+  uint32_t next;
+  uint32_t nextents;
+  pthread_mutex_t lock; /* protects next */
+};
+
+static int
+cmp_lba (const void *a, const void *b)
+{
+  const struct wb_block *x = a, *y = b;
+  return x->lba < y->lba ? -1 : x->lba > y->lba;
+}
+
+/* Claim block lba for write-back if it is dirty and idle. */
+static bool
+claim (struct hhc_volume *vol, uint64_t lba, uint32_t *slotp)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  HHC_SCOPED_LOCK (&st->lock);
+  uint32_t s = index_lookup (&vol->idx, lba);
+
+  if (s == HHC_NIL || slot_state (&vol->idx.slots[s]) < SLOT_DIRTY
+      || active_get (st, s) != 0)
+    return false;
+  active_set (st, s, ACT_BUSY | ACT_WB);
+  *slotp = s;
+  return true;
+}
+
+static bool
+in_batch (const struct wb_batch *b, uint64_t lba)
+{
+  for (uint32_t i = 0; i < b->nblocks; i++)
+    if (b->blocks[i].lba == lba)
+      return true;
+  return false;
+}
+
+/* Step 1 and 2. */
+static void
+select_blocks (struct wb_batch *b, uint32_t max)
+{
+  struct hhc_volume *vol = b->vol;
+  uint32_t cand[BATCH];
+  uint32_t n = lru_oldest_dirty (&vol->lru, cand, HHC_MIN (max, BATCH));
+  uint32_t per_chunk = vol->info.preferred_block > vol->bs
+                           ? vol->info.preferred_block / vol->bs
+                           : 1;
+
+  per_chunk = HHC_MIN (per_chunk, 256u);
+  for (uint32_t i = 0; i < n && b->nblocks < max; i++)
+    {
+      uint64_t lba = slot_lba (&vol->idx.slots[cand[i]]);
+      uint64_t c0 = lba / per_chunk * per_chunk;
+      uint32_t s;
+
+      if (in_batch (b, lba) || !claim (vol, lba, &s))
+        continue;
+      b->blocks[b->nblocks++] = (struct wb_block){ lba, s, 0 };
+      /* The rest of the chunk, so extents fill whole objects. */
+      for (uint64_t l = c0;
+           l < c0 + per_chunk && l < vol->nblocks && b->nblocks < max; l++)
+        if (l != lba && !in_batch (b, l) && claim (vol, l, &s))
+          b->blocks[b->nblocks++] = (struct wb_block){ l, s, 0 };
+    }
+}
+
+/* Release claims (step 6 for a block). */
+static void
+finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
+              uint64_t seq)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, blk->lba);
+  HHC_SCOPED_LOCK (&st->lock);
+  uint32_t f = active_get (st, blk->slot);
+  bool passdown
+      = __atomic_load_n (&vol->passdown_active, __ATOMIC_ACQUIRE)
+        || __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE) != seq;
+
+  if (ok && !(f & ACT_REDIRTY) && !passdown)
+    {
+      cache_set_state (&vol->cache, blk->slot, SLOT_CLEAN);
+      __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+      lru_make_clean (&vol->lru, blk->slot);
+    }
+  else if (f & ACT_REDIRTY)
+    lru_requeue_dirty (&vol->lru, blk->slot);
+  active_set (st, blk->slot, f & ~(ACT_BUSY | ACT_WB | ACT_REDIRTY));
+}
+
+static void
+drop_busy (struct hhc_volume *vol, struct wb_block *blk)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, blk->lba);
+  HHC_SCOPED_LOCK (&st->lock);
+
+  active_set (st, blk->slot, active_get (st, blk->slot) & ~ACT_BUSY);
+}
+
+/* Step 4: cut the sorted blocks into extents. */
+static void
+make_extents (struct wb_batch *b)
+{
+  struct hhc_volume *vol = b->vol;
+  uint64_t chunk = HHC_MAX (vol->info.preferred_block, vol->bs) / vol->bs;
+  uint32_t max_n = MAX_EXTENT / vol->bs;
+
+  if (vol->info.max_request && vol->info.max_request / vol->bs < max_n)
+    max_n = HHC_MAX (vol->info.max_request / vol->bs, 1u);
+  for (uint32_t i = 0; i < b->nblocks; i++)
+    {
+      struct wb_extent *e = b->nextents ? &b->ext[b->nextents - 1] : NULL;
+      uint64_t lba = b->blocks[i].lba;
+      if (e && e->lba + e->n == lba && e->n < max_n
+          && lba / chunk == e->lba / chunk)
+        e->n++;
+      else
+        {
+          e = &b->ext[b->nextents++];
+          *e = (struct wb_extent){ lba, i, 1, 0 };
+        }
+      b->blocks[i].extent = b->nextents - 1;
+    }
+}
+
+static void *
+write_worker (void *arg)
+{
+  struct wb_batch *b = arg;
+  struct hhc_volume *vol = b->vol;
+
+  for (;;)
+    {
+      uint32_t i;
+      hhc_lock (&b->lock);
+      i = b->next++;
+      hhc_unlock (&b->lock);
+      if (i >= b->nextents)
+        return NULL;
+      struct wb_extent *e = &b->ext[i];
+      uint64_t off = e->lba * vol->bs;
+      uint64_t len = (uint64_t)e->n * vol->bs;
+      if (off + len > vol->info.size)
+        len = vol->info.size - off;
+      e->err = vol->ops->pwrite (b->bctx, b->data + (size_t)e->first * vol->bs,
+                                 len, off, false);
+    }
+}
+
+/* Step 4 writes with nthreads threads (the caller is one of them). */
+static void
+write_extents (struct wb_batch *b, unsigned nthreads)
+{
+  pthread_t th[64];
+  unsigned started = 0;
+
+  nthreads = HHC_MIN (HHC_MIN (nthreads, 64u), b->nextents);
+  for (unsigned i = 1; i < nthreads; i++)
+    if (pthread_create (&th[started], NULL, write_worker, b) == 0)
+      started++;
+  write_worker (b);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join (th[i], NULL);
+}
+
+long
+flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
+{
+  struct wb_batch b = { .vol = vol, .bctx = bctx };
+  uint64_t seq = __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE);
+  long cleaned = 0;
+  int err = 0, ferr;
+
+  b.blocks = malloc (BATCH * sizeof *b.blocks);
+  b.ext = malloc (BATCH * sizeof *b.ext);
+  b.data = hhc_alloc_aligned ((size_t)BATCH * vol->bs);
+  if (!b.blocks || !b.ext || !b.data)
+    {
+      free (b.blocks);
+      free (b.ext);
+      free (b.data);
+      return -ENOMEM;
+    }
+  pthread_mutex_init (&b.lock, NULL);
+  select_blocks (&b, BATCH);
+  qsort (b.blocks, b.nblocks, sizeof *b.blocks, cmp_lba);
+  for (uint32_t i = 0; i < b.nblocks; i++)
+    {
+      int r = cache_read_slot (&vol->cache, b.blocks[i].slot,
+                               b.data + (size_t)i * vol->bs, 0, vol->bs);
+      if (r && !err)
+        err = r;
+      drop_busy (vol, &b.blocks[i]);
+    }
+  if (b.nblocks == 0)
+    goto out;
+  if (err)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "write-back: reading the cache: %s", strerror (err));
+      for (uint32_t i = 0; i < b.nblocks; i++)
+        finish_block (vol, &b.blocks[i], false, seq);
+      goto out;
+    }
+  make_extents (&b);
+  write_extents (&b, nthreads);
+  ferr = vol->ops->flush (bctx);
+  for (uint32_t i = 0; i < b.nextents; i++)
+    if (b.ext[i].err && !err)
+      err = b.ext[i].err;
+  if (!err)
+    err = ferr;
+  for (uint32_t i = 0; i < b.nblocks; i++)
+    {
+      bool ok = ferr == 0 && b.ext[b.blocks[i].extent].err == 0;
+      finish_block (vol, &b.blocks[i], ok, seq);
+      cleaned += ok;
+    }
+  if (err)
+    {
+      stat_add (&vol->stats.writeback_errors, 1);
+      stat_add (&vol->stats.backend_errors, 1);
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "write-back of %u blocks: backend: %s (blocks stay dirty)",
+               b.nblocks, strerror (err));
+    }
+  stat_add (&vol->stats.writeback_blocks, cleaned);
+out:
+  pthread_mutex_destroy (&b.lock);
+  free (b.blocks);
+  free (b.ext);
+  free (b.data);
+  vol_wake_waiters (vol);
+  return err ? -err : cleaned;
+}
+
+/* ---- the thread ---- */
+
+static uint64_t
+ndirty (struct hhc_volume *vol)
+{
+  return __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE);
+}
+
+static bool
+idle (struct hhc_volume *vol)
+{
+  uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
+  return hhc_now_ns () - last > UINT64_C (1000000000);
+}
+
+/* Wait until kicked or ms pass (flusher lock held). */
+static void
+nap (struct hhc_flusher *f, unsigned ms)
+{
+  struct timespec ts;
+
+  if (f->kicked || f->stop)
+    return;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (long)(ms % 1000) * 1000000;
+  if (ts.tv_nsec >= 1000000000)
+    {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+  pthread_cond_timedwait (&f->cond, &f->lock, &ts);
+}
+
+static void write_stats (struct hhc_volume *vol, uint64_t *last);
+
+static void *
+flusher_thread (void *arg)
+{
+  struct hhc_flusher *f = arg;
+  struct hhc_volume *vol = f->vol;
+  unsigned backoff = 0; /* ms after a failed batch */
+  uint64_t last_stats = 0;
+
+  hhc_lock (&f->lock);
+  while (!f->stop)
+    {
+      uint64_t d = ndirty (vol);
+      bool draining = f->draining > 0;
+      bool go = d > 0 && (d >= vol->dirty_low || draining || idle (vol));
+      bool full = d >= vol->dirty_high || draining || idle (vol)
+                  || vol_needs_reclaim (vol);
+      long n = 0;
+
+      f->kicked = false;
+      hhc_unlock (&f->lock);
+      write_stats (vol, &last_stats);
+      if (vol_needs_reclaim (vol))
+        vol_reclaim (vol);
+      if (go && backoff == 0)
+        n = flusher_batch (vol, f->bctx, vol->conf.writeback_threads);
+      hhc_lock (&f->lock);
+      f->batches++;
+      f->last_err = n < 0 ? (int)-n : 0;
+      pthread_cond_broadcast (&f->done);
+      if (n < 0)
+        {
+          /* Backend trouble: retry with capped exponential back-off. */
+          backoff = backoff ? HHC_MIN (backoff * 2, 5000u) : 100;
+          stat_add (&vol->stats.writeback_retries, 1);
+          nap (f, backoff);
+          continue;
+        }
+      if (backoff)
+        {
+          backoff = 0; /* the nap is over: try again */
+          continue;
+        }
+      if (go && n > 0 && full)
+        continue; /* full speed */
+      nap (f, go && n > 0 ? 20 : 100);
+    }
+  hhc_unlock (&f->lock);
+  write_stats (vol, &last_stats);
+  return NULL;
+}
+
+/* Rewrite the stats file once a second. */
+static void
+write_stats (struct hhc_volume *vol, uint64_t *last)
+{
+  uint64_t now = hhc_now_ns ();
+  char *json;
+
+  if (vol->conf.stats_path == NULL || now - *last < UINT64_C (1000000000))
+    return;
+  *last = now;
+  json = hhc_stats_json (vol);
+  if (json)
+    {
+      int r = stats_write_file (vol->conf.stats_path, json);
+      if (r)
+        hhc_log (vol->conf.log, HHC_LOG_ERROR, "stats: %s: %s",
+                 vol->conf.stats_path, strerror (r));
+      free (json);
+    }
+}
+
+int
+flusher_start (struct hhc_flusher *f, struct hhc_volume *vol, void *bctx)
+{
+  int r;
+
+  f->vol = vol;
+  f->bctx = bctx;
+  pthread_mutex_init (&f->lock, NULL);
+  pthread_cond_init (&f->cond, NULL);
+  pthread_cond_init (&f->done, NULL);
+  r = pthread_create (&f->thread, NULL, flusher_thread, f);
+  if (r)
+    return r;
+  f->running = true;
+  return 0;
+}
+
+void
+flusher_stop (struct hhc_flusher *f)
+{
+  if (!f->running)
+    return;
+  hhc_lock (&f->lock);
+  f->stop = true;
+  pthread_cond_broadcast (&f->cond);
+  hhc_unlock (&f->lock);
+  pthread_join (f->thread, NULL);
+  f->running = false;
+  pthread_mutex_destroy (&f->lock);
+  pthread_cond_destroy (&f->cond);
+  pthread_cond_destroy (&f->done);
+}
+
+void
+flusher_kick (struct hhc_flusher *f)
+{
+  if (!f->running)
+    return;
+  hhc_lock (&f->lock);
+  f->kicked = true;
+  pthread_cond_signal (&f->cond);
+  hhc_unlock (&f->lock);
+}

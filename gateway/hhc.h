@@ -1,0 +1,172 @@
+/* HHC gateway core: public API.
+ *
+ * One handle (struct hhc_volume) per cached volume.  The core never
+ * includes nbdkit headers: the caller hands it a backend (an ops table
+ * plus an opaque context per call) and a logging callback.
+ *
+ * Every function returns 0 on success or a positive errno value.
+ * Messages go through conf->log.
+ */
+#ifndef HHC_H
+#define HHC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Cache modes.  HHC_MODE_WBFLUSH and HHC_MODE_HHC need the HDD log
+ * (a later module); hhc_open refuses them for now.
+ */
+enum hhc_mode {
+  HHC_MODE_PT,      /* pass-through: no caching, writes invalidate */
+  HHC_MODE_WT,      /* write-through: backend and cache written */
+  HHC_MODE_WB,      /* write-back: cache written, backend later */
+  HHC_MODE_WBFLUSH, /* write-back, FLUSH writes back everything */
+  HHC_MODE_HHC,     /* write-back + HDD barrier log */
+};
+
+/* "pt", "wt", ... */
+const char *hhc_mode_to_string (enum hhc_mode mode);
+/* Parse a mode name; returns 0 or EINVAL. */
+int hhc_mode_from_string (const char *s, enum hhc_mode *mode);
+
+/* What to do with the cache device at open. */
+enum hhc_format {
+  HHC_FORMAT_AUTO,  /* format a blank device, load a valid one */
+  HHC_FORMAT_FORCE, /* always format (discards what it holds) */
+  HHC_FORMAT_NEVER, /* refuse a device that is not formatted */
+};
+
+const char *hhc_format_to_string (enum hhc_format f);
+int hhc_format_from_string (const char *s, enum hhc_format *f);
+
+/* Log levels for the logging callback. */
+enum hhc_log_level { HHC_LOG_DEBUG, HHC_LOG_INFO, HHC_LOG_ERROR };
+
+typedef void (*hhc_log_fn) (enum hhc_log_level level, const char *msg);
+
+/* The backend below the cache.  Each call gets the context the caller
+ * passes for it (the filter passes the connection's nbdkit_next, the
+ * flusher its own background context).  Functions return 0 or a
+ * positive errno.
+ */
+struct hhc_backend_ops {
+  int (*pread) (void *ctx, void *buf, uint32_t count, uint64_t offset);
+  int (*pwrite) (void *ctx, const void *buf, uint32_t count, uint64_t offset,
+                 bool fua);
+  int (*flush) (void *ctx);
+  int (*trim) (void *ctx, uint32_t count, uint64_t offset); /* may be NULL */
+  int (*zero) (void *ctx, uint32_t count, uint64_t offset); /* may be NULL */
+};
+
+/* Description of the backend, probed by the caller before hhc_open. */
+struct hhc_backend_info {
+  uint64_t size;            /* bytes */
+  uint32_t preferred_block; /* 0 = unknown */
+  uint32_t max_request;     /* 0 = no limit below 32 MiB */
+  const char *identity;     /* stable id (export description); may be "" */
+  bool can_trim;
+  bool can_zero;
+  bool can_fua;
+};
+
+/* Configuration of one volume.  Fill with hhc_conf_init, then set. */
+struct hhc_conf {
+  const char *cache_path; /* required */
+  uint64_t cache_size;    /* create a regular file this big if missing */
+  enum hhc_mode mode;     /* default HHC_MODE_WB */
+  uint32_t block_size;    /* default 4096 */
+  unsigned dirty_low;     /* percent of slots, default 20 */
+  unsigned dirty_high;    /* default 60 */
+  unsigned dirty_max;     /* default 95 */
+  unsigned hot_ratio;     /* hot:cold = hot_ratio:1, default 2 */
+  enum hhc_format format; /* default auto */
+  const char *backend_id; /* overrides the backend identity if set */
+  bool direct;            /* O_DIRECT on the cache device */
+  const char *stats_path; /* JSON stats rewritten once a second */
+  unsigned
+      writeback_threads; /* writes in flight while writing back, default 4 */
+  hhc_log_fn log;        /* required */
+  /* A device opened already (hhc_preopen, or a test's crash device)
+   * used instead of opening cache_path; closed by the volume only if
+   * own_dev.
+   */
+  struct hhc_dev *test_dev;
+  bool own_dev;
+};
+
+/* Set every field to its default. */
+void hhc_conf_init (struct hhc_conf *conf);
+
+struct hhc_volume;
+
+/* Open and lock the cache device now (before nbdkit forks, so that a
+ * locked or missing device is reported at once); sets conf->test_dev
+ * and conf->own_dev.
+ */
+int hhc_preopen (struct hhc_conf *conf);
+
+/* Open (format or load) the cache for this backend.  Checks the cache
+ * belongs to the backend, locks the device, rebuilds the index.  The
+ * volume does no background work until hhc_start.
+ */
+int hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
+              const struct hhc_backend_info *info, struct hhc_volume **volp);
+
+/* Start background threads (flusher, stats writer).  bctx is the
+ * backend context they use; it must stay valid until hhc_close.  In
+ * pt and wt modes this first writes back any dirty block left by an
+ * earlier write-back run.
+ */
+int hhc_start (struct hhc_volume *vol, void *bctx);
+
+/* Stop background threads, write metadata, mark the cache cleanly
+ * closed.  Dirty blocks stay dirty (written back after the next open).
+ */
+int hhc_close (struct hhc_volume *vol);
+
+/* Client I/O.  bctx is the caller's backend context for misses and
+ * pass-down.  fua: the write is durable (as FLUSH) when this returns.
+ */
+int hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
+              uint64_t offset);
+int hhc_write (struct hhc_volume *vol, void *bctx, const void *buf,
+               uint32_t count, uint64_t offset, bool fua);
+int hhc_flush (struct hhc_volume *vol, void *bctx);
+int hhc_trim (struct hhc_volume *vol, void *bctx, uint32_t count,
+              uint64_t offset, bool fua);
+int hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count,
+              uint64_t offset, bool fua);
+/* NBD_CMD_CACHE: read the range into the cache. */
+int hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
+                  uint64_t offset);
+
+/* Write back every dirty block and flush the backend (used by tests,
+ * pt/wt start-up and drain).
+ */
+int hhc_drain (struct hhc_volume *vol, void *bctx);
+
+/* Statistics as a malloc'd JSON string (caller frees). */
+char *hhc_stats_json (struct hhc_volume *vol);
+
+/* A few numbers for tests. */
+struct hhc_counts {
+  uint64_t slots, free, clean, dirty;
+  uint64_t read_hits, read_misses, write_hits, write_misses;
+  uint64_t evictions, writeback_blocks, writeback_errors;
+  uint64_t flushes;
+};
+void hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c);
+
+/* Bytes of RAM the index and LRU use per cache slot. */
+double hhc_ram_per_block (struct hhc_volume *vol);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HHC_H */

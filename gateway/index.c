@@ -1,0 +1,238 @@
+/* Sharded hash index: LBA -> slot.
+ *
+ * The bucket array has one head per slot (load factor <= 1, never
+ * resized).  Bucket b belongs to stripe b % nstripes; a lookup takes
+ * only that stripe's lock.  Chains are linked through the slots'
+ * hword, so the index costs 4 bytes per slot beyond the slot entry.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "index.h"
+
+#define STATE_SHIFT 28
+#define STATE_MASK (3u << STATE_SHIFT)
+#define LBAHI_SHIFT 30
+
+const char *
+slot_state_to_string (enum slot_state s)
+{
+  switch (s)
+    {
+    case SLOT_FREE:
+      return "free";
+    case SLOT_CLEAN:
+      return "clean";
+    case SLOT_DIRTY:
+      return "dirty";
+    case SLOT_DIRTY_LOGGED:
+      return "dirty-logged";
+    }
+  return "?";
+}
+
+static uint32_t
+load32 (const uint32_t *p)
+{
+  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
+}
+
+static void
+store32 (uint32_t *p, uint32_t v)
+{
+  __atomic_store_n (p, v, __ATOMIC_RELEASE);
+}
+
+int
+index_init (struct hhc_index *idx, uint32_t nslots)
+{
+  uint32_t ns = 1;
+
+  memset (idx, 0, sizeof *idx);
+  if (nslots == 0 || nslots > HHC_MAX_SLOTS)
+    return EINVAL;
+  /* About one stripe per 64 slots, at most 1024 stripes. */
+  while (ns < 1024 && ns * 64 < nslots)
+    ns <<= 1;
+  idx->nslots = nslots;
+  idx->nstripes = ns;
+  idx->slots = malloc ((size_t)nslots * sizeof *idx->slots);
+  idx->buckets = malloc ((size_t)nslots * sizeof *idx->buckets);
+  idx->stripes = calloc (ns, sizeof *idx->stripes);
+  if (!idx->slots || !idx->buckets || !idx->stripes)
+    {
+      index_free (idx);
+      return ENOMEM;
+    }
+  for (uint32_t i = 0; i < nslots; i++)
+    {
+      idx->slots[i] = (struct hhc_slot){ 0, HHC_NIL, HHC_NIL, HHC_NIL };
+      idx->buckets[i] = HHC_NIL;
+    }
+  for (uint32_t i = 0; i < ns; i++)
+    {
+      pthread_mutex_init (&idx->stripes[i].lock, NULL);
+      pthread_cond_init (&idx->stripes[i].cond, NULL);
+    }
+  return 0;
+}
+
+void
+index_free (struct hhc_index *idx)
+{
+  if (idx->stripes)
+    for (uint32_t i = 0; i < idx->nstripes; i++)
+      {
+        pthread_mutex_destroy (&idx->stripes[i].lock);
+        pthread_cond_destroy (&idx->stripes[i].cond);
+        free (idx->stripes[i].active);
+      }
+  free (idx->stripes);
+  free (idx->slots);
+  free (idx->buckets);
+  memset (idx, 0, sizeof *idx);
+}
+
+static uint32_t
+bucket_of (const struct hhc_index *idx, uint64_t lba)
+{
+  /* Multiply-shift maps the hash onto [0, nslots) without division. */
+  uint32_t h = (uint32_t)(hhc_hash64 (lba) >> 32);
+  return (uint32_t)(((uint64_t)h * idx->nslots) >> 32);
+}
+
+struct hhc_stripe *
+index_stripe (struct hhc_index *idx, uint64_t lba)
+{
+  return &idx->stripes[bucket_of (idx, lba) & (idx->nstripes - 1)];
+}
+
+uint64_t
+slot_lba (const struct hhc_slot *s)
+{
+  uint64_t hi = load32 (&s->hword) >> LBAHI_SHIFT;
+  return (hi << 32) | load32 (&s->lba_lo);
+}
+
+enum slot_state
+slot_state (const struct hhc_slot *s)
+{
+  return (load32 (&s->hword) & STATE_MASK) >> STATE_SHIFT;
+}
+
+static uint32_t
+hnext (const struct hhc_slot *s)
+{
+  return s->hword & HHC_LINK_MASK;
+}
+
+static void
+set_hnext (struct hhc_slot *s, uint32_t n)
+{
+  store32 (&s->hword, (s->hword & ~HHC_LINK_MASK) | n);
+}
+
+uint32_t
+index_lookup (struct hhc_index *idx, uint64_t lba)
+{
+  uint32_t s = idx->buckets[bucket_of (idx, lba)];
+
+  while (s != HHC_NIL && slot_lba (&idx->slots[s]) != lba)
+    s = hnext (&idx->slots[s]);
+  return s;
+}
+
+void
+index_insert (struct hhc_index *idx, uint32_t slot, uint64_t lba)
+{
+  struct hhc_slot *s = &idx->slots[slot];
+  uint32_t *head = &idx->buckets[bucket_of (idx, lba)];
+  uint32_t hw = s->hword & STATE_MASK;
+
+  hw |= (uint32_t)(lba >> 32) << LBAHI_SHIFT;
+  hw |= *head;
+  store32 (&s->lba_lo, (uint32_t)lba);
+  store32 (&s->hword, hw);
+  *head = slot;
+}
+
+void
+index_remove (struct hhc_index *idx, uint32_t slot)
+{
+  struct hhc_slot *s = &idx->slots[slot];
+  uint32_t *head = &idx->buckets[bucket_of (idx, slot_lba (s))];
+  uint32_t prev = HHC_NIL, cur = *head;
+
+  while (cur != slot)
+    {
+      if (cur == HHC_NIL)
+        {
+          fprintf (stderr, "hhc: index_remove: slot %u not in index\n", slot);
+          abort ();
+        }
+      prev = cur;
+      cur = hnext (&idx->slots[cur]);
+    }
+  if (prev == HHC_NIL)
+    *head = hnext (s);
+  else
+    set_hnext (&idx->slots[prev], hnext (s));
+  set_hnext (s, HHC_NIL);
+}
+
+void
+slot_set_state (struct hhc_slot *s, enum slot_state st)
+{
+  store32 (&s->hword, (s->hword & ~STATE_MASK) | ((uint32_t)st << STATE_SHIFT));
+}
+
+uint32_t
+active_get (struct hhc_stripe *st, uint32_t slot)
+{
+  for (uint32_t i = 0; i < st->nactive; i++)
+    if (st->active[i].slot == slot)
+      return st->active[i].flags;
+  return 0;
+}
+
+void
+active_set (struct hhc_stripe *st, uint32_t slot, uint32_t flags)
+{
+  uint32_t i;
+
+  for (i = 0; i < st->nactive; i++)
+    if (st->active[i].slot == slot)
+      break;
+  if (i == st->nactive)
+    {
+      if (flags == 0)
+        return;
+      if (st->nactive == st->capactive)
+        {
+          uint32_t ncap = st->capactive ? st->capactive * 2 : 8;
+          void *n = realloc (st->active, ncap * sizeof *st->active);
+          if (n == NULL)
+            hhc_pthread_fail ("active_set: realloc", ENOMEM);
+          st->active = n;
+          st->capactive = ncap;
+        }
+      st->active[st->nactive++] = (struct hhc_active){ slot, flags };
+      return;
+    }
+  if ((st->active[i].flags & ~flags) != 0)
+    pthread_cond_broadcast (&st->cond);
+  if (flags == 0)
+    st->active[i] = st->active[--st->nactive];
+  else
+    st->active[i].flags = flags;
+}
+
+void
+stripe_wait (struct hhc_stripe *st)
+{
+  int r = pthread_cond_wait (&st->cond, &st->lock);
+  if (r)
+    hhc_pthread_fail ("pthread_cond_wait", r);
+}

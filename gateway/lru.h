@@ -1,0 +1,80 @@
+/* Midpoint LRU (CSG style) plus the dirty list.
+ *
+ * Clean blocks live on two lists split by a midpoint: hot and cold,
+ * sized hot:cold = hot_ratio:1.  A new block enters at the head of
+ * cold (the midpoint); a hit in cold promotes it to the head of hot; a
+ * hit in hot moves it to the head of hot; when hot grows beyond its
+ * share its tail is demoted to the head of cold.  Eviction takes from
+ * the cold tail (then hot), so a long scan only churns cold.
+ *
+ * Dirty blocks live on a third list in the order they became dirty:
+ * its head is the oldest dirty block (written back first).  They can
+ * never be evicted, because they are not on the clean lists.  A hit on
+ * a dirty block only sets its "referenced" bit; when it is cleaned it
+ * returns to hot if referenced or it came from hot, else to cold.
+ *
+ * One global lock, held only to move list nodes (never during I/O).
+ * Lock order: stripe lock -> LRU lock.
+ */
+#ifndef HHC_LRU_H
+#define HHC_LRU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "index.h"
+
+enum lru_list {
+  LRU_NONE = 0,
+  LRU_HOT = 1,
+  LRU_COLD = 2,
+  LRU_DIRTY = 3,
+};
+
+const char *lru_list_to_string (enum lru_list l);
+
+struct hhc_lru {
+  pthread_mutex_t lock; /* protects every prev/next word and the lists */
+  struct hhc_slot *slots;
+  unsigned hot_ratio;
+  uint32_t head[4], tail[4], count[4]; /* indexed by enum lru_list */
+};
+
+/* Set up for the slot array (all slots off-list). */
+void lru_init (struct hhc_lru *lru, struct hhc_slot *slots, unsigned hot_ratio);
+void lru_destroy (struct hhc_lru *lru);
+
+/* Each of these takes the LRU lock itself. */
+
+/* A new clean block: head of cold. */
+void lru_insert_clean (struct hhc_lru *lru, uint32_t slot);
+/* A new dirty block (newest at the tail of the dirty list). */
+void lru_insert_dirty (struct hhc_lru *lru, uint32_t slot);
+/* A read or write hit. */
+void lru_touch (struct hhc_lru *lru, uint32_t slot);
+/* A clean block was written: move it to the dirty tail. */
+void lru_make_dirty (struct hhc_lru *lru, uint32_t slot);
+/* A dirty block was rewritten during write-back: dirty tail again. */
+void lru_requeue_dirty (struct hhc_lru *lru, uint32_t slot);
+/* A dirty block was written back: back to hot or cold. */
+void lru_make_clean (struct hhc_lru *lru, uint32_t slot);
+/* Take a slot off its list. */
+void lru_remove (struct hhc_lru *lru, uint32_t slot);
+/* Which list slot is on. */
+enum lru_list lru_which (struct hhc_lru *lru, uint32_t slot);
+/* Up to n slots from the head of the dirty list (oldest first). */
+uint32_t lru_oldest_dirty (struct hhc_lru *lru, uint32_t *out, uint32_t n);
+/* Number of blocks on a list. */
+uint32_t lru_count (struct hhc_lru *lru, enum lru_list l);
+
+/* ---- LRU lock must be held below this line ---- */
+
+/* Coldest clean slot after 'from' (HHC_NIL: start at the cold tail,
+ * then continue into hot); HHC_NIL when there is none.
+ */
+uint32_t lru_colder_prev (struct hhc_lru *lru, uint32_t from);
+/* lru_remove with the lock held. */
+void lru_unlink_locked (struct hhc_lru *lru, uint32_t slot);
+
+#endif /* HHC_LRU_H */

@@ -1,0 +1,425 @@
+/* Volume life cycle: open (format or load the cache and check that it
+ * belongs to this backend), start, drain, close; and statistics.
+ */
+#include <config.h>
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "volume_int.h"
+
+static int
+check_conf (const struct hhc_conf *conf)
+{
+  hhc_log_fn log = conf->log;
+
+  if (conf->cache_path == NULL && conf->test_dev == NULL)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "cache= is required");
+      return EINVAL;
+    }
+  if (conf->mode == HHC_MODE_HHC || conf->mode == HHC_MODE_WBFLUSH)
+    {
+      hhc_log (log, HHC_LOG_ERROR,
+               "mode=%s needs the HDD log, which is not built yet",
+               hhc_mode_to_string (conf->mode));
+      return ENOTSUP;
+    }
+  if (conf->block_size
+      && (!HHC_IS_POW2 (conf->block_size) || conf->block_size < 512
+          || conf->block_size > 1048576))
+    {
+      hhc_log (log, HHC_LOG_ERROR,
+               "block-size must be a power of two from 512 to 1M");
+      return EINVAL;
+    }
+  if (conf->dirty_low > conf->dirty_high || conf->dirty_high > conf->dirty_max
+      || conf->dirty_max > 100 || conf->dirty_max == 0)
+    {
+      hhc_log (log, HHC_LOG_ERROR,
+               "dirty-low <= dirty-high <= dirty-max <= 100 is required");
+      return EINVAL;
+    }
+  return 0;
+}
+
+/* The identity the cache is tied to. */
+static char *
+make_identity (const struct hhc_conf *conf, const struct hhc_backend_info *info)
+{
+  const char *id = conf->backend_id ? conf->backend_id
+                                    : (info->identity ? info->identity : "");
+  char *s;
+
+  if (asprintf (&s, "%.*s", CACHE_IDENTITY_MAX, id) == -1)
+    return NULL;
+  return s;
+}
+
+static void
+found_slot (void *opaque, uint32_t slot, uint64_t lba, enum slot_state st)
+{
+  struct hhc_volume *vol = opaque;
+
+  if (st >= SLOT_DIRTY)
+    {
+      vol->ndirty++;
+      lru_insert_dirty (&vol->lru, slot);
+    }
+  else
+    lru_insert_clean (&vol->lru, slot);
+}
+
+static int
+format_cache (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  int r;
+
+  c->block_size = vol->conf.block_size ? vol->conf.block_size : 4096;
+  c->volume_size = vol->info.size;
+  r = cache_geometry (vol->dev->size, c->block_size, vol->info.size, &c->nslots,
+                      &c->npages, &c->meta_off, &c->data_off);
+  if (r)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: device is too small for a cache of %u-byte blocks "
+               "(%" PRIu64 " bytes)",
+               vol->dev->name, c->block_size, vol->dev->size);
+      return r;
+    }
+  hhc_log (vol->conf.log, HHC_LOG_INFO, "%s: formatting: %u slots of %u bytes",
+           vol->dev->name, c->nslots, c->block_size);
+  return cache_format (c, vol->identity);
+}
+
+/* Refuse a cache that belongs to another backend or geometry. */
+static int
+check_owner (struct hhc_volume *vol, const char *identity)
+{
+  struct hhc_cache *c = &vol->cache;
+
+  if (strcmp (identity, vol->identity) != 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: cache belongs to another backend (identity \"%s\", "
+               "this backend's is \"%s\"); use format=force to discard it",
+               vol->dev->name, identity, vol->identity);
+      return EINVAL;
+    }
+  if (c->volume_size != vol->info.size)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: cache belongs to a backend of %" PRIu64
+               " bytes, this backend has %" PRIu64
+               " (identity mismatch); use format=force to discard it",
+               vol->dev->name, c->volume_size, vol->info.size);
+      return EINVAL;
+    }
+  if (vol->conf.block_size && vol->conf.block_size != c->block_size)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: cache was formatted with block-size=%u, not %u",
+               vol->dev->name, c->block_size, vol->conf.block_size);
+      return EINVAL;
+    }
+  return 0;
+}
+
+/* Format or read the superblock according to conf->format. */
+static int
+open_cache (struct hhc_volume *vol, bool *formatted)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  *formatted = false;
+  if (vol->conf.format == HHC_FORMAT_FORCE)
+    goto format;
+  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
+  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
+    goto format;
+  if (r == ENOENT)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: not an HHC cache and format=never", vol->dev->name);
+      return EINVAL;
+    }
+  if (r)
+    return r;
+  return check_owner (vol, identity);
+
+format:
+  *formatted = true;
+  return format_cache (vol);
+}
+
+static void
+set_watermarks (struct hhc_volume *vol)
+{
+  uint64_t n = vol->cache.nslots;
+
+  vol->dirty_low = n * vol->conf.dirty_low / 100;
+  vol->dirty_high = n * vol->conf.dirty_high / 100;
+  vol->dirty_max = HHC_MAX (n * vol->conf.dirty_max / 100, 1);
+  vol->free_low = HHC_MAX (n / 64, 4);
+  vol->evict_batch = HHC_MAX (n / 64, 8);
+}
+
+static void
+free_volume (struct hhc_volume *vol)
+{
+  cache_free_mem (&vol->cache);
+  lru_destroy (&vol->lru);
+  index_free (&vol->idx);
+  if (vol->conf.test_dev == NULL)
+    dev_close (vol->dev);
+  pthread_mutex_destroy (&vol->wait_lock);
+  pthread_cond_destroy (&vol->wait_cond);
+  free (vol->identity);
+  free (vol->cache_path);
+  free (vol->stats_path);
+  free (vol);
+}
+
+int
+hhc_preopen (struct hhc_conf *conf)
+{
+  int r = check_conf (conf);
+
+  if (r == 0)
+    r = dev_open_file (conf->cache_path, conf->cache_size, conf->direct,
+                       conf->log, &conf->test_dev);
+  if (r == 0)
+    conf->own_dev = true;
+  return r;
+}
+
+int
+hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
+          const struct hhc_backend_info *info, struct hhc_volume **volp)
+{
+  struct hhc_volume *vol;
+  bool formatted;
+  int r;
+
+  if ((r = check_conf (conf)) != 0)
+    return r;
+  if (info->size == 0 || info->size / 512 > HHC_MAX_BLOCKS)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               "backend size %" PRIu64 " is not supported", info->size);
+      return EINVAL;
+    }
+  vol = calloc (1, sizeof *vol);
+  if (vol == NULL)
+    return ENOMEM;
+  pthread_mutex_init (&vol->wait_lock, NULL);
+  pthread_cond_init (&vol->wait_cond, NULL);
+  vol->conf = *conf;
+  vol->ops = ops;
+  vol->info = *info;
+  vol->info.identity = NULL;
+  vol->cache_path = conf->cache_path ? strdup (conf->cache_path) : NULL;
+  vol->stats_path = conf->stats_path ? strdup (conf->stats_path) : NULL;
+  vol->conf.cache_path = vol->cache_path;
+  vol->conf.stats_path = vol->stats_path;
+  vol->conf.backend_id = NULL;
+  vol->identity = make_identity (conf, info);
+  if (vol->identity == NULL)
+    {
+      r = ENOMEM;
+      goto fail;
+    }
+  if (conf->test_dev)
+    vol->dev = conf->test_dev;
+  else if ((r = dev_open_file (conf->cache_path, conf->cache_size, conf->direct,
+                               conf->log, &vol->dev))
+           != 0)
+    goto fail;
+
+  vol->cache.dev = vol->dev;
+  vol->cache.log = conf->log;
+  if ((r = open_cache (vol, &formatted)) != 0)
+    goto fail;
+  vol->bs = vol->cache.block_size;
+  vol->nblocks = (info->size + vol->bs - 1) / vol->bs;
+  if (vol->nblocks > HHC_MAX_BLOCKS)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               "volume has more than 2^34 blocks: use a larger block-size");
+      r = EINVAL;
+      goto fail;
+    }
+  if ((r = index_init (&vol->idx, vol->cache.nslots)) != 0)
+    goto fail;
+  lru_init (&vol->lru, vol->idx.slots, conf->hot_ratio);
+  if ((r = cache_init_mem (&vol->cache, &vol->idx)) != 0)
+    goto fail;
+  r = cache_load (&vol->cache, found_slot, vol);
+  if (r == 0 && !formatted)
+    r = cache_commit (&vol->cache); /* duplicates resolved at load */
+  if (r)
+    goto fail;
+  set_watermarks (vol);
+  hhc_log (conf->log, HHC_LOG_INFO,
+           "%s: %u slots of %u bytes, %" PRIu64 " dirty, %u free, mode %s",
+           vol->dev->name, vol->cache.nslots, vol->bs, vol->ndirty,
+           vol->cache.nfree, hhc_mode_to_string (conf->mode));
+  *volp = vol;
+  return 0;
+
+fail:
+  free_volume (vol);
+  return r;
+}
+
+int
+hhc_drain (struct hhc_volume *vol, void *bctx)
+{
+  unsigned failures = 0;
+
+  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
+    {
+      long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
+      if (n < 0 && ++failures >= 3)
+        return (int)-n;
+      if (n == 0)
+        {
+          /* Blocks busy elsewhere (the flusher thread): let it finish. */
+          struct timespec ts = { 0, 10 * 1000000 };
+          nanosleep (&ts, NULL);
+        }
+    }
+  return 0;
+}
+
+int
+hhc_start (struct hhc_volume *vol, void *bctx)
+{
+  int r;
+
+  if (vol->conf.mode != HHC_MODE_WB && vol->ndirty > 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_INFO,
+               "mode %s: writing back %" PRIu64 " dirty blocks first",
+               hhc_mode_to_string (vol->conf.mode), vol->ndirty);
+      if ((r = hhc_drain (vol, bctx)) != 0)
+        {
+          hhc_log (vol->conf.log, HHC_LOG_ERROR,
+                   "writing back dirty blocks: %s", strerror (r));
+          return r;
+        }
+    }
+  r = flusher_start (&vol->flusher, vol, bctx);
+  if (r)
+    return r;
+  vol->started = true;
+  return 0;
+}
+
+int
+hhc_close (struct hhc_volume *vol)
+{
+  int r;
+
+  if (vol == NULL)
+    return 0;
+  flusher_stop (&vol->flusher);
+  r = cache_commit (&vol->cache);
+  if (vol->conf.stats_path)
+    {
+      char *json = hhc_stats_json (vol);
+      if (json)
+        stats_write_file (vol->conf.stats_path, json);
+      free (json);
+    }
+  free_volume (vol);
+  return r;
+}
+
+void
+hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
+{
+  struct hhc_stats *s = &vol->stats;
+
+  memset (c, 0, sizeof *c);
+  c->slots = vol->cache.nslots;
+  c->free = cache_nfree (&vol->cache) + cache_npending (&vol->cache);
+  c->dirty = __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE);
+  c->clean = lru_count (&vol->lru, LRU_HOT) + lru_count (&vol->lru, LRU_COLD);
+  c->read_hits = stat_get (&s->read_hits);
+  c->read_misses = stat_get (&s->read_misses);
+  c->write_hits = stat_get (&s->write_hits);
+  c->write_misses = stat_get (&s->write_misses);
+  c->evictions = stat_get (&s->evictions);
+  c->writeback_blocks = stat_get (&s->writeback_blocks);
+  c->writeback_errors = stat_get (&s->writeback_errors);
+  c->flushes = stat_get (&s->flushes);
+}
+
+double
+hhc_ram_per_block (struct hhc_volume *vol)
+{
+  /* Slot entry + bucket head; stripes, page locks and bitmaps are
+   * fixed or per page, counted too.
+   */
+  double n = vol->idx.nslots;
+  double bytes = n * (sizeof (struct hhc_slot) + sizeof (uint32_t))
+                 + vol->idx.nstripes * sizeof (struct hhc_stripe)
+                 + vol->cache.npagelocks * sizeof (pthread_mutex_t)
+                 + vol->cache.npages * (2 * sizeof (uint64_t) + 1.0 / 8);
+  return bytes / n;
+}
+
+char *
+hhc_stats_json (struct hhc_volume *vol)
+{
+  struct hhc_counts c;
+  struct hhc_stats *s = &vol->stats;
+  json_t *o, *lat;
+  char *text;
+
+  hhc_get_counts (vol, &c);
+  lat = json_pack ("{s:I,s:I,s:I}", "p50",
+                   (json_int_t)hist_quantile (&s->flush_lat, 0.5), "p99",
+                   (json_int_t)hist_quantile (&s->flush_lat, 0.99), "p999",
+                   (json_int_t)hist_quantile (&s->flush_lat, 0.999));
+  o = json_pack ("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                 "mode", hhc_mode_to_string (vol->conf.mode), "block_size",
+                 (json_int_t)vol->bs, "slots", (json_int_t)c.slots, "free",
+                 (json_int_t)c.free, "clean", (json_int_t)c.clean, "dirty",
+                 (json_int_t)c.dirty, "read_hits", (json_int_t)c.read_hits,
+                 "read_misses", (json_int_t)c.read_misses, "write_hits",
+                 (json_int_t)c.write_hits, "write_misses",
+                 (json_int_t)c.write_misses, "bytes_read",
+                 (json_int_t)stat_get (&s->bytes_read), "bytes_written",
+                 (json_int_t)stat_get (&s->bytes_written), "evictions",
+                 (json_int_t)c.evictions);
+  if (o == NULL || lat == NULL)
+    {
+      json_decref (o);
+      json_decref (lat);
+      return NULL;
+    }
+  json_object_set_new (o, "writeback_blocks",
+                       json_integer (c.writeback_blocks));
+  json_object_set_new (o, "writeback_backlog", json_integer (c.dirty));
+  json_object_set_new (o, "writeback_errors",
+                       json_integer (c.writeback_errors));
+  json_object_set_new (o, "writeback_retries",
+                       json_integer (stat_get (&s->writeback_retries)));
+  json_object_set_new (o, "backend_errors",
+                       json_integer (stat_get (&s->backend_errors)));
+  json_object_set_new (o, "stalls", json_integer (stat_get (&s->stalls)));
+  json_object_set_new (o, "flushes", json_integer (c.flushes));
+  json_object_set_new (o, "flush_latency_us", lat);
+  json_object_set_new (o, "ram_bytes_per_block",
+                       json_real (hhc_ram_per_block (vol)));
+  text = json_dumps (o, JSON_INDENT (2) | JSON_SORT_KEYS);
+  json_decref (o);
+  return text;
+}

@@ -1,0 +1,57 @@
+/* Helpers of common.h. */
+#include <config.h>
+
+#include <stdio.h>
+#include <time.h>
+
+#include "common.h"
+
+void
+hhc_pthread_fail (const char *what, int r)
+{
+  fprintf (stderr, "hhc: %s: %s\n", what, strerror (r));
+  abort ();
+}
+
+void
+hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, va_list ap)
+{
+  char msg[1024];
+
+  if (fn == NULL)
+    return;
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  fn (level, msg);
+}
+
+void
+hhc_log (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  hhc_logv (fn, level, fmt, ap);
+  va_end (ap);
+}
+
+uint64_t
+hhc_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void *
+hhc_alloc_aligned (size_t size)
+{
+  void *p;
+
+  if (size == 0)
+    size = 4096;
+  if (posix_memalign (&p, 4096, HHC_ROUND_UP (size, 4096)) != 0)
+    return NULL;
+  memset (p, 0, HHC_ROUND_UP (size, 4096));
+  return p;
+}

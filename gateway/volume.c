@@ -1,0 +1,753 @@
+/* One cached volume: the request paths (DESIGN.md sections 3 and 4).
+ *
+ * Requests are split into cache blocks.  For each block the stripe
+ * lock of its LBA is taken, the slot looked up, and the slot claimed
+ * with ACT_BUSY before any I/O; the lock is never held during I/O.
+ *
+ *   block state    read                write (wb)          write (wt)
+ *   cached         read slot           write slot; clean   backend, then slot
+ *                                      -> dirty
+ *   not cached     backend -> new slot new slot (+ backend new slot (+ backend
+ *                  (clean)             read if partial)    read), backend
+ *                                      (dirty)             (clean)
+ *
+ * pt: reads use cached blocks, misses go to the backend and are not
+ * cached; writes invalidate the blocks and go to the backend.
+ *
+ * A new slot comes from the free pool (invariant 1); when it is empty
+ * reads bypass the cache and writes wait for the flusher to evict.
+ * Trim and zero invalidate whole blocks and pass down ("passdown"),
+ * bumping passdown_seq so that a concurrent fill or write-back of an
+ * affected block does not mark it clean.
+ *
+ * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
+ * write metadata pages, sync) + a backend flush when anything went to
+ * the backend directly (always in pt and wt).
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "volume_int.h"
+
+const char *
+hhc_mode_to_string (enum hhc_mode mode)
+{
+  static const char *const names[] = { "pt", "wt", "wb", "wbflush", "hhc" };
+  return mode <= HHC_MODE_HHC ? names[mode] : "?";
+}
+
+int
+hhc_mode_from_string (const char *s, enum hhc_mode *mode)
+{
+  for (int m = HHC_MODE_PT; m <= HHC_MODE_HHC; m++)
+    if (strcmp (s, hhc_mode_to_string (m)) == 0)
+      {
+        *mode = m;
+        return 0;
+      }
+  return EINVAL;
+}
+
+const char *
+hhc_format_to_string (enum hhc_format f)
+{
+  static const char *const names[] = { "auto", "force", "never" };
+  return f <= HHC_FORMAT_NEVER ? names[f] : "?";
+}
+
+int
+hhc_format_from_string (const char *s, enum hhc_format *f)
+{
+  for (int i = HHC_FORMAT_AUTO; i <= HHC_FORMAT_NEVER; i++)
+    if (strcmp (s, hhc_format_to_string (i)) == 0)
+      {
+        *f = i;
+        return 0;
+      }
+  return EINVAL;
+}
+
+void
+hhc_conf_init (struct hhc_conf *conf)
+{
+  memset (conf, 0, sizeof *conf);
+  conf->mode = HHC_MODE_WB;
+  conf->block_size = 0; /* 4096, or what the cache was formatted with */
+  conf->dirty_low = 20;
+  conf->dirty_high = 60;
+  conf->dirty_max = 95;
+  conf->hot_ratio = 2;
+  conf->format = HHC_FORMAT_AUTO;
+  conf->writeback_threads = 4;
+}
+
+void
+vol_wake_waiters (struct hhc_volume *vol)
+{
+  hhc_lock (&vol->wait_lock);
+  pthread_cond_broadcast (&vol->wait_cond);
+  hhc_unlock (&vol->wait_lock);
+}
+
+/* Wait (bounded) for the flusher to free or clean slots. */
+static void
+wait_for_flusher (struct hhc_volume *vol)
+{
+  struct timespec ts;
+
+  flusher_kick (&vol->flusher);
+  clock_gettime (CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 50 * 1000000;
+  if (ts.tv_nsec >= 1000000000)
+    {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+  hhc_lock (&vol->wait_lock);
+  pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
+  hhc_unlock (&vol->wait_lock);
+}
+
+static uint64_t
+load64 (const uint64_t *p)
+{
+  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
+}
+
+static int
+cache_failed (struct hhc_volume *vol)
+{
+  HHC_SCOPED_LOCK (&vol->cache.gc_lock);
+  return vol->cache.failed;
+}
+
+/* ---- backend helpers ---- */
+
+/* Bytes of block lba that lie inside the volume. */
+static uint32_t
+block_valid_len (struct hhc_volume *vol, uint64_t lba)
+{
+  uint64_t start = lba * vol->bs;
+  return (uint32_t)HHC_MIN ((uint64_t)vol->bs, vol->info.size - start);
+}
+
+static int
+be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
+{
+  uint32_t n = block_valid_len (vol, lba);
+  int r = vol->ops->pread (bctx, blk, n, lba * vol->bs);
+
+  if (r)
+    stat_add (&vol->stats.backend_errors, 1);
+  memset (blk + n, 0, vol->bs - n);
+  return r;
+}
+
+static void
+passdown_begin (struct hhc_volume *vol)
+{
+  __atomic_fetch_add (&vol->passdown_active, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_add (&vol->passdown_seq, 1, __ATOMIC_ACQ_REL);
+}
+
+static void
+passdown_end (struct hhc_volume *vol)
+{
+  __atomic_store_n (&vol->backend_dirty, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add (&vol->passdown_seq, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_sub (&vol->passdown_active, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Did a passdown run since seq was read (or is one running)? */
+static bool
+passdown_since (struct hhc_volume *vol, uint64_t seq)
+{
+  return load64 (&vol->passdown_active) != 0
+         || load64 (&vol->passdown_seq) != seq;
+}
+
+/* ---- stripe lock held below this line ---- */
+
+/* The slot of lba once none of mask's flags are set on it, or NIL. */
+static uint32_t
+wait_idle (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
+           uint32_t mask)
+{
+  for (;;)
+    {
+      uint32_t s = index_lookup (&vol->idx, lba);
+      if (s == HHC_NIL || (active_get (st, s) & mask) == 0)
+        return s;
+      stripe_wait (st);
+    }
+}
+
+static void
+clear_flags (struct hhc_stripe *st, uint32_t s, uint32_t flags)
+{
+  active_set (st, s, active_get (st, s) & ~flags);
+}
+
+/* Drop a mapped, idle slot from the cache. */
+static void
+invalidate_locked (struct hhc_volume *vol, uint32_t s)
+{
+  if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
+    __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+  index_remove (&vol->idx, s);
+  lru_remove (&vol->lru, s);
+  cache_set_state (&vol->cache, s, SLOT_FREE);
+  cache_release_slot (&vol->cache, s);
+}
+
+/* Set a filled slot's state and put it on its list. */
+static void
+publish_locked (struct hhc_volume *vol, uint32_t s, enum slot_state state)
+{
+  cache_set_state (&vol->cache, s, state);
+  if (state == SLOT_DIRTY)
+    {
+      __atomic_fetch_add (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+      lru_insert_dirty (&vol->lru, s);
+    }
+  else
+    lru_insert_clean (&vol->lru, s);
+}
+
+/* Give back a slot that was claimed but never published. */
+static void
+unfill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s)
+{
+  index_remove (&vol->idx, s);
+  active_set (st, s, 0);
+  cache_unalloc_slot (&vol->cache, s);
+}
+
+/* ---- no lock held below this line ---- */
+
+/* Miss: read the block from the backend into a new slot.  Called with
+ * the stripe lock held (lba not cached); returns with it released.
+ * out/off/len: the part the client wants (out may be NULL).
+ */
+static int
+fill_block (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
+            uint64_t lba, char *out, uint32_t off, uint32_t len)
+{
+  uint64_t seq = load64 (&vol->passdown_seq);
+  uint32_t t
+      = passdown_since (vol, seq) ? HHC_NIL : cache_alloc_slot (&vol->cache);
+  HHC_CLEANUP_FREE char *blk = NULL;
+  int r, w = 0;
+
+  if (t != HHC_NIL)
+    {
+      index_insert (&vol->idx, t, lba);
+      active_set (st, t, ACT_BUSY);
+    }
+  hhc_unlock (&st->lock);
+  if (t == HHC_NIL && vol_needs_reclaim (vol))
+    flusher_kick (&vol->flusher);
+
+  blk = hhc_alloc_aligned (vol->bs);
+  if (blk == NULL)
+    r = ENOMEM;
+  else
+    r = be_read_block (vol, bctx, lba, blk);
+  if (t == HHC_NIL)
+    goto out;
+  if (r == 0)
+    w = cache_write_slot (&vol->cache, t, blk, 0, vol->bs);
+
+  hhc_lock (&st->lock);
+  if (r == 0 && w == 0 && !passdown_since (vol, seq))
+    {
+      publish_locked (vol, t, SLOT_CLEAN);
+      active_set (st, t, 0);
+    }
+  else
+    unfill_locked (vol, st, t);
+  hhc_unlock (&st->lock);
+out:
+  if (r == 0 && out)
+    memcpy (out, blk + off, len);
+  return r;
+}
+
+static int
+read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
+            uint32_t off, uint32_t len)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  uint32_t s;
+  int r;
+
+  hhc_lock (&st->lock);
+  s = wait_idle (vol, st, lba, ACT_BUSY);
+  if (s == HHC_NIL)
+    {
+      stat_add (&vol->stats.read_misses, 1);
+      if (vol->conf.mode != HHC_MODE_PT)
+        return fill_block (vol, bctx, st, lba, buf, off, len);
+      hhc_unlock (&st->lock);
+      r = vol->ops->pread (bctx, buf, len, lba * vol->bs + off);
+      if (r)
+        stat_add (&vol->stats.backend_errors, 1);
+      return r;
+    }
+  active_set (st, s, active_get (st, s) | ACT_BUSY);
+  hhc_unlock (&st->lock);
+
+  stat_add (&vol->stats.read_hits, 1);
+  lru_touch (&vol->lru, s);
+  r = cache_read_slot (&vol->cache, s, buf, off, len);
+  if (r)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR, "%s: reading slot %u: %s",
+             vol->dev->name, s, strerror (r));
+
+  hhc_lock (&st->lock);
+  clear_flags (st, s, ACT_BUSY);
+  hhc_unlock (&st->lock);
+  return r;
+}
+
+/* Write into a cached block (claimed BUSY by the caller). */
+static int
+write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
+           uint32_t s, uint64_t lba, const char *buf, uint32_t off,
+           uint32_t len, bool fua)
+{
+  bool wt = vol->conf.mode == HHC_MODE_WT;
+  enum slot_state state = slot_state (&vol->idx.slots[s]);
+  int r = 0;
+
+  stat_add (&vol->stats.write_hits, 1);
+  if (wt)
+    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
+  if (r == 0)
+    r = cache_write_slot (&vol->cache, s, buf, off, len);
+
+  hhc_lock (&st->lock);
+  clear_flags (st, s, ACT_BUSY);
+  if (r && state == SLOT_CLEAN)
+    {
+      /* The slot may now differ from the backend: drop it. */
+      if (active_get (st, s) == 0)
+        invalidate_locked (vol, s);
+    }
+  else if (r == 0 && !wt && state == SLOT_CLEAN)
+    {
+      cache_set_state (&vol->cache, s, SLOT_DIRTY);
+      __atomic_fetch_add (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+      lru_make_dirty (&vol->lru, s);
+    }
+  else if (r == 0)
+    lru_touch (&vol->lru, s);
+  hhc_unlock (&st->lock);
+  return r;
+}
+
+/* Write a block that is not cached into new slot t (claimed BUSY). */
+static int
+write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
+            uint32_t t, uint64_t lba, const char *buf, uint32_t off,
+            uint32_t len, bool fua, bool *retry)
+{
+  bool wt = vol->conf.mode == HHC_MODE_WT;
+  uint64_t seq = load64 (&vol->passdown_seq);
+  HHC_CLEANUP_FREE char *blk = NULL;
+  const char *data = buf;
+  int r = 0;
+
+  stat_add (&vol->stats.write_misses, 1);
+  if (len < vol->bs)
+    {
+      blk = hhc_alloc_aligned (vol->bs);
+      r = blk ? be_read_block (vol, bctx, lba, blk) : ENOMEM;
+      if (r == 0)
+        memcpy (blk + off, buf, len);
+      data = blk;
+    }
+  if (r == 0 && wt)
+    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
+  if (r == 0)
+    r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
+
+  hhc_lock (&st->lock);
+  if (r == 0 && (len == vol->bs || !passdown_since (vol, seq)))
+    {
+      publish_locked (vol, t, wt ? SLOT_CLEAN : SLOT_DIRTY);
+      active_set (st, t, 0);
+    }
+  else
+    {
+      /* Failed, or the backend data we merged with may be stale
+       * (a trim or zero ran meanwhile): try again from scratch.
+       */
+      unfill_locked (vol, st, t);
+      *retry = r == 0;
+    }
+  hhc_unlock (&st->lock);
+  return r;
+}
+
+static int
+write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
+             uint32_t off, uint32_t len, bool fua)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+
+  for (;;)
+    {
+      uint32_t s, f;
+      bool retry = false;
+      int r;
+
+      hhc_lock (&st->lock);
+      s = wait_idle (vol, st, lba, ACT_BUSY);
+      if (s != HHC_NIL)
+        {
+          f = active_get (st, s);
+          active_set (st, s, f | ACT_BUSY | (f & ACT_WB ? ACT_REDIRTY : 0));
+          hhc_unlock (&st->lock);
+          return write_hit (vol, bctx, st, s, lba, buf, off, len, fua);
+        }
+      s = cache_alloc_slot (&vol->cache);
+      if (s != HHC_NIL)
+        {
+          index_insert (&vol->idx, s, lba);
+          active_set (st, s, ACT_BUSY);
+        }
+      hhc_unlock (&st->lock);
+      if (s == HHC_NIL)
+        {
+          if ((r = cache_failed (vol)) != 0)
+            return r;
+          stat_add (&vol->stats.stalls, 1);
+          wait_for_flusher (vol);
+          continue;
+        }
+      r = write_miss (vol, bctx, st, s, lba, buf, off, len, fua, &retry);
+      if (!retry)
+        return r;
+    }
+}
+
+/* Invalidate block lba (waiting for I/O and write-back on it). */
+static void
+invalidate_block (struct hhc_volume *vol, uint64_t lba)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  HHC_SCOPED_LOCK (&st->lock);
+  uint32_t s = wait_idle (vol, st, lba, ACT_BUSY | ACT_WB);
+
+  if (s != HHC_NIL)
+    invalidate_locked (vol, s);
+}
+
+/* Writes stall (never fail) while dirty blocks are at dirty-max. */
+static void
+throttle (struct hhc_volume *vol)
+{
+  if (vol->conf.mode != HHC_MODE_WB)
+    return;
+  if (load64 (&vol->ndirty) >= vol->dirty_high)
+    flusher_kick (&vol->flusher);
+  while (load64 (&vol->ndirty) >= vol->dirty_max && cache_failed (vol) == 0)
+    {
+      stat_add (&vol->stats.stalls, 1);
+      wait_for_flusher (vol);
+    }
+}
+
+static void
+note_io (struct hhc_volume *vol)
+{
+  __atomic_store_n (&vol->last_io_ns, hhc_now_ns (), __ATOMIC_RELAXED);
+}
+
+/* Check a request lies inside the volume. */
+static int
+check_range (struct hhc_volume *vol, uint32_t count, uint64_t offset)
+{
+  if (offset > vol->info.size || count > vol->info.size - offset)
+    return EINVAL;
+  return 0;
+}
+
+int
+hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
+          uint64_t offset)
+{
+  char *p = buf;
+  int r = check_range (vol, count, offset);
+
+  note_io (vol);
+  stat_add (&vol->stats.bytes_read, count);
+  while (r == 0 && count > 0)
+    {
+      uint64_t lba = offset / vol->bs;
+      uint32_t off = offset % vol->bs;
+      uint32_t n = HHC_MIN (count, vol->bs - off);
+      r = read_block (vol, bctx, lba, p, off, n);
+      p += n;
+      offset += n;
+      count -= n;
+    }
+  return r;
+}
+
+/* Pass-through write: invalidate, then straight to the backend. */
+static int
+write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
+          uint64_t offset, bool fua)
+{
+  int r;
+
+  passdown_begin (vol);
+  for (uint64_t b = offset / vol->bs; b * vol->bs < offset + count; b++)
+    invalidate_block (vol, b);
+  r = vol->ops->pwrite (bctx, buf, count, offset, false);
+  if (r)
+    stat_add (&vol->stats.backend_errors, 1);
+  passdown_end (vol);
+  if (r == 0 && fua)
+    r = hhc_flush (vol, bctx);
+  return r;
+}
+
+int
+hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
+           uint64_t offset, bool fua)
+{
+  const char *p = buf;
+  int r = check_range (vol, count, offset);
+
+  if (r)
+    return r;
+  note_io (vol);
+  stat_add (&vol->stats.bytes_written, count);
+  if (vol->conf.mode == HHC_MODE_PT)
+    return write_pt (vol, bctx, buf, count, offset, fua);
+  throttle (vol);
+  while (r == 0 && count > 0)
+    {
+      uint64_t lba = offset / vol->bs;
+      uint32_t off = offset % vol->bs;
+      uint32_t n = HHC_MIN (count, vol->bs - off);
+      r = write_block (vol, bctx, lba, p, off, n, fua);
+      p += n;
+      offset += n;
+      count -= n;
+    }
+  if (r == 0 && fua)
+    r = hhc_flush (vol, bctx);
+  return r;
+}
+
+int
+hhc_flush (struct hhc_volume *vol, void *bctx)
+{
+  uint64_t t0 = hhc_now_ns ();
+  int r = cache_commit (&vol->cache);
+  bool be = vol->conf.mode != HHC_MODE_WB
+            || __atomic_exchange_n (&vol->backend_dirty, 0, __ATOMIC_ACQ_REL);
+
+  if (be)
+    {
+      int r2 = vol->ops->flush (bctx);
+      if (r2)
+        {
+          __atomic_store_n (&vol->backend_dirty, 1, __ATOMIC_RELEASE);
+          stat_add (&vol->stats.backend_errors, 1);
+          if (r == 0)
+            r = r2;
+        }
+    }
+  stat_add (&vol->stats.flushes, 1);
+  hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
+  return r;
+}
+
+/* Write zeros over a range with pwrite (backend without zero). */
+static int
+be_write_zeros (struct hhc_volume *vol, void *bctx, uint32_t count,
+                uint64_t offset)
+{
+  const uint32_t chunk = 1024 * 1024;
+  HHC_CLEANUP_FREE char *z = calloc (1, HHC_MIN (count, chunk));
+  int r = z ? 0 : ENOMEM;
+
+  while (r == 0 && count > 0)
+    {
+      uint32_t n = HHC_MIN (count, chunk);
+      r = vol->ops->pwrite (bctx, z, n, offset, false);
+      offset += n;
+      count -= n;
+    }
+  return r;
+}
+
+/* Zeros through the cache (the partial edges of a zero). */
+static int
+write_zeros (struct hhc_volume *vol, void *bctx, uint32_t n, uint64_t offset)
+{
+  HHC_CLEANUP_FREE char *z = calloc (1, n);
+
+  return z ? hhc_write (vol, bctx, z, n, offset, false) : ENOMEM;
+}
+
+/* Trim or zero: partial blocks at the edges of a zero are written
+ * with zeros through the cache; whole blocks are invalidated and the
+ * operation passed down.
+ */
+static int
+passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
+          uint64_t offset, bool fua)
+{
+  uint64_t start = offset, end = offset + count;
+  int r = check_range (vol, count, offset);
+
+  if (r)
+    return r;
+  note_io (vol);
+  if (vol->conf.mode != HHC_MODE_PT)
+    {
+      uint64_t e = offset + count;
+      /* Whole blocks: [start, end); a partial last block of the volume
+       * counts as whole.
+       */
+      start = HHC_ROUND_UP (offset, vol->bs);
+      end = e == vol->info.size ? e : e / vol->bs * vol->bs;
+      end = HHC_MAX (start, end);
+      if (zero && start > offset)
+        r = write_zeros (vol, bctx, HHC_MIN (start, e) - offset, offset);
+      if (zero && r == 0 && end < e)
+        r = write_zeros (vol, bctx, e - end, end);
+      if (r)
+        return r;
+    }
+  if (end > start)
+    {
+      passdown_begin (vol);
+      for (uint64_t b = start / vol->bs; b * vol->bs < end; b++)
+        invalidate_block (vol, b);
+      if (!zero)
+        r = vol->info.can_trim && vol->ops->trim
+                ? vol->ops->trim (bctx, end - start, start)
+                : 0;
+      else if (vol->info.can_zero && vol->ops->zero)
+        r = vol->ops->zero (bctx, end - start, start);
+      else
+        r = be_write_zeros (vol, bctx, end - start, start);
+      if (r)
+        stat_add (&vol->stats.backend_errors, 1);
+      passdown_end (vol);
+    }
+  if (r == 0 && fua)
+    r = hhc_flush (vol, bctx);
+  return r;
+}
+
+int
+hhc_trim (struct hhc_volume *vol, void *bctx, uint32_t count, uint64_t offset,
+          bool fua)
+{
+  return passdown (vol, bctx, false, count, offset, fua);
+}
+
+int
+hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count, uint64_t offset,
+          bool fua)
+{
+  return passdown (vol, bctx, true, count, offset, fua);
+}
+
+int
+hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
+              uint64_t offset)
+{
+  int r = check_range (vol, count, offset);
+
+  if (r || vol->conf.mode == HHC_MODE_PT)
+    return r;
+  for (uint64_t b = offset / vol->bs; r == 0 && b * vol->bs < offset + count;
+       b++)
+    {
+      struct hhc_stripe *st = index_stripe (&vol->idx, b);
+      hhc_lock (&st->lock);
+      if (index_lookup (&vol->idx, b) != HHC_NIL)
+        {
+          hhc_unlock (&st->lock);
+          continue;
+        }
+      r = fill_block (vol, bctx, st, b, NULL, 0, 0);
+    }
+  return r;
+}
+
+/* ---- eviction ---- */
+
+bool
+vol_needs_reclaim (struct hhc_volume *vol)
+{
+  return cache_nfree (&vol->cache) < vol->free_low;
+}
+
+/* Try to evict slot s (LRU lock held; stripe taken with trylock since
+ * the usual order is stripe -> LRU).
+ */
+static bool
+try_evict (struct hhc_volume *vol, uint32_t s)
+{
+  uint64_t lba = slot_lba (&vol->idx.slots[s]);
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  bool done = false;
+
+  if (pthread_mutex_trylock (&st->lock) != 0)
+    return false;
+  if (index_lookup (&vol->idx, lba) == s
+      && slot_state (&vol->idx.slots[s]) == SLOT_CLEAN
+      && active_get (st, s) == 0)
+    {
+      index_remove (&vol->idx, s);
+      lru_unlink_locked (&vol->lru, s);
+      cache_set_state (&vol->cache, s, SLOT_FREE);
+      cache_release_slot (&vol->cache, s);
+      done = true;
+    }
+  hhc_unlock (&st->lock);
+  return done;
+}
+
+uint32_t
+vol_evict (struct hhc_volume *vol, uint32_t n)
+{
+  HHC_SCOPED_LOCK (&vol->lru.lock);
+  uint32_t done = 0, looked = 0;
+  uint32_t s = lru_colder_prev (&vol->lru, HHC_NIL);
+
+  while (s != HHC_NIL && done < n && looked < 4 * n)
+    {
+      uint32_t next = lru_colder_prev (&vol->lru, s);
+      looked++;
+      if (try_evict (vol, s))
+        done++;
+      s = next;
+    }
+  stat_add (&vol->stats.evictions, done);
+  return done;
+}
+
+int
+vol_reclaim (struct hhc_volume *vol)
+{
+  uint32_t n = vol_evict (vol, vol->evict_batch);
+  int r = 0;
+
+  if (n > 0 || cache_npending (&vol->cache) > 0)
+    r = cache_commit (&vol->cache);
+  vol_wake_waiters (vol);
+  return r;
+}

@@ -1,0 +1,69 @@
+/* Internals of one volume, shared by volume.c and flusher.c. */
+#ifndef HHC_VOLUME_INT_H
+#define HHC_VOLUME_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "dev.h"
+#include "flusher.h"
+#include "hhc.h"
+#include "index.h"
+#include "lru.h"
+#include "stats.h"
+
+struct hhc_volume {
+  struct hhc_conf conf; /* strings below are our own copies */
+  char *cache_path, *stats_path;
+  const struct hhc_backend_ops *ops;
+  struct hhc_backend_info info;
+  char *identity; /* what the cache is tied to */
+
+  struct hhc_dev *dev;
+  struct hhc_index idx;
+  struct hhc_lru lru;
+  struct hhc_cache cache;
+  uint32_t bs;      /* block size */
+  uint64_t nblocks; /* blocks in the volume */
+
+  /* Watermarks in slots. */
+  uint64_t dirty_low, dirty_high, dirty_max;
+  uint32_t free_low, evict_batch;
+
+  uint64_t ndirty;     /* atomic: slots in state dirty */
+  uint64_t last_io_ns; /* atomic: last client request */
+  int backend_dirty;   /* atomic: written below us since flush */
+  /* Trim, zero and pass-through writes bump passdown_seq before and
+   * after they change the backend, and count themselves in
+   * passdown_active; a read miss or a write-back that overlapped one
+   * does not mark its block clean (the backend may have moved under
+   * it).
+   */
+  uint64_t passdown_seq;    /* atomic */
+  uint64_t passdown_active; /* atomic */
+
+  pthread_mutex_t wait_lock; /* protects nothing but the wait below */
+  pthread_cond_t wait_cond;  /* slots freed or cleaned */
+
+  struct hhc_flusher flusher;
+  struct hhc_stats stats;
+  bool started;
+};
+
+/* Wake threads waiting for free or clean slots. */
+void vol_wake_waiters (struct hhc_volume *vol);
+
+/* Evict up to n clean blocks from the cold tail into the pending
+ * list; returns how many.  Then cache_commit makes them free.
+ */
+uint32_t vol_evict (struct hhc_volume *vol, uint32_t n);
+
+/* Free-slot pool below its low-water mark? */
+bool vol_needs_reclaim (struct hhc_volume *vol);
+
+/* Evict a batch and commit (flusher thread or a starving writer). */
+int vol_reclaim (struct hhc_volume *vol);
+
+#endif /* HHC_VOLUME_INT_H */

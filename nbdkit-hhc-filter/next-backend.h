@@ -1,0 +1,18 @@
+/* Adapter: nbdkit_next as the core's backend interface. */
+#ifndef HHC_NEXT_BACKEND_H
+#define HHC_NEXT_BACKEND_H
+
+#include <nbdkit-filter.h>
+
+#include "hhc.h"
+
+/* Ops whose ctx is an nbdkit_next *. */
+extern const struct hhc_backend_ops next_backend_ops;
+
+/* Probe a freshly opened background context (prepare, size, can_*):
+ * nbdkit asserts these were called before any I/O.  Fills info; the
+ * identity string points into nbdkit-owned memory valid while next is.
+ */
+int next_backend_probe (nbdkit_next *next, struct hhc_backend_info *info);
+
+#endif /* HHC_NEXT_BACKEND_H */

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `nbdkit --filter=hhc null --help` lists every parameter of the filter.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit
+hhc=$(filter)
+make_tmpdir
+
+nbdkit --filter="$hhc" null --help >"$tmp/help.txt"
+
+missing=()
+for key in cache cache-size mode block-size dirty-low dirty-high dirty-max \
+           hot-ratio format backend-id direct stats writeback-threads; do
+  grep -Eq "^[[:space:]]*$key=" "$tmp/help.txt" || missing+=("$key=")
+done
+if [ "${#missing[@]}" -ne 0 ]; then
+  cat "$tmp/help.txt" >&2
+  fail "--help does not list: ${missing[*]}"
+fi

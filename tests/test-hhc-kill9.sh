@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Flushed data survives a SIGKILL of the gateway, in wb, wt and pt.
+#
+# Write several MiB (aligned and unaligned, zeroes too), FLUSH, then
+# write 1 MiB more without a flush, and kill -9 nbdkit.  Restart on the
+# same cache and backend: every flushed byte must read back exactly.
+# The unflushed MiB may hold the old or the new data, but each 4 KiB
+# block must be one or the other, never a mix or something else.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdinfo nbdcopy nbdsh qemu-io python3 cmp
+hhc=$(filter)
+make_tmpdir
+
+flushed=(
+  'write -P 0xa1 1M 6M'
+  'write -P 0xb2 12345 20000'
+  'write -z 3M 64k'
+  'write -P 0xc3 16M 4k'
+  'flush'
+)
+unflushed_off=$((20 << 20))
+unflushed_len=$((1 << 20))
+
+head -c 32M /dev/urandom >"$tmp/orig.img"
+cp "$tmp/orig.img" "$tmp/expected.img"
+apply_ops "$tmp/expected.img" "${flushed[@]}"
+
+qemu_args=()
+for op in "${flushed[@]}"; do qemu_args+=(-c "$op"); done
+
+# Check each 4 KiB block of the unflushed range in ACTUAL holds either
+# the original bytes or 0xd4, then copy the range into EXPECTED-COPY.
+unflushed_py='
+import sys
+orig, act, exp = sys.argv[1:4]
+off, n = int(sys.argv[4]), int(sys.argv[5])
+with open(orig, "rb") as o, open(act, "rb") as a:
+    o.seek(off)
+    a.seek(off)
+    ob, ab = o.read(n), a.read(n)
+for i in range(0, n, 4096):
+    blk = ab[i:i + 4096]
+    if blk != ob[i:i + 4096] and blk != b"\xd4" * 4096:
+        sys.exit("%s: unflushed block at %d is neither old nor new data"
+                 % (act, off + i))
+with open(exp, "r+b") as e:
+    e.seek(off)
+    e.write(ab)
+'
+
+for mode in wb wt pt; do
+  d=$tmp/$mode
+  mkdir "$d"
+  cp "$tmp/orig.img" "$d/backend.img"
+  gw=(--filter="$hhc" file "$d/backend.img"
+      cache="$d/cache.img" cache-size=16M mode="$mode")
+  start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
+  qemu_io_u "$d/sock" "${qemu_args[@]}" >/dev/null
+  # Not qemu-io: it flushes when it closes the image.
+  nbdsh_u "$d/sock" \
+    -c "h.pwrite(b'\xd4' * $unflushed_len, $unflushed_off)"
+  kill9_nbdkit "$d/pid"
+
+  start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
+  nbdcopy "$(nbd_uri "$d/sock")" "$d/out.img"
+  cp "$tmp/expected.img" "$d/expected.img"
+  cp "$tmp/expected.img.discarded" "$d/expected.img.discarded"
+  python3 -c "$unflushed_py" "$tmp/orig.img" "$d/out.img" "$d/expected.img" \
+          "$unflushed_off" "$unflushed_len" ||
+    fail "$mode: torn or foreign data in the unflushed range"
+  compare_image "$d/expected.img" "$d/out.img"
+  stop_nbdkit "$d/pid"
+done
