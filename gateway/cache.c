@@ -10,6 +10,11 @@
  *   84  identity (up to 2048 bytes)
  *   4092 u32 crc32c of bytes 0..4091
  *
+ * State page (two copies, A at 4 KiB and B at 8 KiB; a write goes to
+ * the older copy, the newer valid one counts):
+ *   0 u32 magic "HHST"  4 u32 clean (1: closed cleanly)  8 u64 seq
+ *   16 uuid[0..7]       24 u32 crc32c (computed with this field 0)
+ *
  * Metadata page header (little-endian):
  *   0 u32 magic "HHMP"  4 u32 page number  8 u64 commit seq
  *   16 uuid[0..7]       24 u32 crc32c (computed with this field 0)
@@ -31,7 +36,9 @@
 #include "common.h"
 #include "crc32c.h"
 
-#define PAGE_MAGIC 0x504d4848u /* "HHMP" */
+#define PAGE_MAGIC 0x504d4848u  /* "HHMP" */
+#define STATE_MAGIC 0x54534848u /* "HHST" */
+#define STATE_OFF CACHE_PAGE    /* two state pages after the superblock */
 
 static void
 put32 (unsigned char *p, uint32_t v)
@@ -71,8 +78,8 @@ layout_data_off (uint32_t nslots, uint32_t block_size, uint32_t *npages,
   uint64_t align = HHC_MAX (block_size, CACHE_PAGE);
 
   *npages = np;
-  *meta_off = CACHE_PAGE;
-  return HHC_ROUND_UP (CACHE_PAGE + 2 * (uint64_t)np * CACHE_PAGE, align);
+  *meta_off = 3 * CACHE_PAGE;
+  return HHC_ROUND_UP (*meta_off + 2 * (uint64_t)np * CACHE_PAGE, align);
 }
 
 int
@@ -242,6 +249,72 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
   return 0;
 }
 
+/* Write copy `copy` of the state page. */
+static int
+write_state_copy (struct hhc_cache *c, int copy, bool clean, uint64_t seq)
+{
+  HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
+
+  if (pg == NULL)
+    return ENOMEM;
+  put32 (pg, STATE_MAGIC);
+  put32 (pg + 4, clean);
+  put64 (pg + 8, seq);
+  memcpy (pg + 16, c->uuid, 8);
+  put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
+  return dev_pwrite (c->dev, pg, CACHE_PAGE,
+                     STATE_OFF + (uint64_t)copy * CACHE_PAGE);
+}
+
+int
+cache_read_state (struct hhc_cache *c, bool *clean)
+{
+  HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
+  bool cl[2] = { false, false };
+  int r;
+
+  if (pg == NULL)
+    return ENOMEM;
+  for (int i = 0; i < 2; i++)
+    {
+      r = dev_pread (c->dev, pg, CACHE_PAGE,
+                     STATE_OFF + (uint64_t)i * CACHE_PAGE);
+      if (r)
+        return r;
+      uint32_t crc = get32 (pg + 24);
+      put32 (pg + 24, 0);
+      c->state_seq[i] = 0;
+      if (get32 (pg) == STATE_MAGIC && memcmp (pg + 16, c->uuid, 8) == 0
+          && crc32c (0, pg, CACHE_PAGE) == crc)
+        {
+          c->state_seq[i] = get64 (pg + 8);
+          cl[i] = get32 (pg + 4) == 1;
+        }
+    }
+  /* No valid copy: treat as not cleanly closed (the safe side). */
+  *clean = c->state_seq[0] >= c->state_seq[1] ? cl[0] : cl[1];
+  if (c->state_seq[0] == 0 && c->state_seq[1] == 0)
+    *clean = false;
+  return 0;
+}
+
+int
+cache_write_state (struct hhc_cache *c, bool clean)
+{
+  int copy = c->state_seq[0] <= c->state_seq[1] ? 0 : 1;
+  uint64_t seq = HHC_MAX (c->state_seq[0], c->state_seq[1]) + 1;
+  int r = write_state_copy (c, copy, clean, seq);
+
+  if (r == 0)
+    r = dev_sync (c->dev);
+  if (r == 0)
+    c->state_seq[copy] = seq;
+  else
+    hhc_log (c->log, HHC_LOG_ERROR, "%s: writing the state page: %s",
+             c->dev->name, strerror (r));
+  return r;
+}
+
 int
 cache_format (struct hhc_cache *c, const char *identity)
 {
@@ -258,8 +331,12 @@ cache_format (struct hhc_cache *c, const char *identity)
       || (r = dev_sync (c->dev)) != 0
       || (r = write_blank_copy (c, 0, false)) != 0
       || (r = write_blank_copy (c, 1, true)) != 0
+      || (r = write_state_copy (c, 0, true, 1)) != 0
+      || (r = dev_pwrite (c->dev, sb, CACHE_PAGE, STATE_OFF + CACHE_PAGE)) != 0
       || (r = dev_sync (c->dev)) != 0)
     goto fail;
+  c->state_seq[0] = 1;
+  c->state_seq[1] = 0;
   memcpy (sb, CACHE_MAGIC, 8);
   put32 (sb + 8, CACHE_VERSION);
   put32 (sb + 12, c->block_size);

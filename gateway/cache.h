@@ -3,6 +3,7 @@
  *
  * Layout (offsets in bytes):
  *   0                superblock (4 KiB)
+ *   4 KiB, 8 KiB     state page, copies A and B (clean-shutdown flag)
  *   meta_off         metadata copy A: npages pages of 4 KiB
  *   meta_off + npages*4K   metadata copy B
  *   data_off         nslots data slots of block_size (aligned)
@@ -53,6 +54,7 @@ struct hhc_cache {
   uint64_t volume_size;
   uint32_t npages;
   uint64_t meta_off, data_off;
+  uint64_t state_seq[2]; /* state page copies (open/close only) */
 
   /* Metadata pages. */
   pthread_mutex_t *page_locks; /* page p: page_locks[p % npagelocks]; each
@@ -92,6 +94,16 @@ int cache_read_super (struct hhc_cache *c, char *identity, size_t idlen);
 
 /* Format the device (destroys its contents) for this geometry. */
 int cache_format (struct hhc_cache *c, const char *identity);
+
+/* Clean-shutdown flag.  A cache not closed cleanly may hold clean
+ * blocks whose data differs from the backend's durable data (an
+ * in-place write or a backend write that a crash cut short), so the
+ * volume drops its clean blocks after an unclean stop; dirty blocks
+ * are authoritative and kept.  read: from the newer valid copy
+ * (none valid: not clean); write: over the older copy, then sync.
+ */
+int cache_read_state (struct hhc_cache *c, bool *clean);
+int cache_write_state (struct hhc_cache *c, bool clean);
 
 /* Allocate RAM structures for the geometry in c (after format or
  * read_super); idx must be initialised for c->nslots.

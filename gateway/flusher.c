@@ -22,7 +22,8 @@
 #include "flusher.h"
 #include "volume_int.h"
 
-#define BATCH 256
+#define BATCH 256               /* blocks per batch, at most... */
+#define BATCH_BYTES (16u << 20) /* ...and this many bytes */
 #define MAX_EXTENT (4u * 1024 * 1024)
 
 struct wb_block {
@@ -112,7 +113,7 @@ select_blocks (struct wb_batch *b, uint32_t max)
 }
 
 /* Release claims (step 6 for a block). */
-static void
+static bool
 finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
               uint64_t seq)
 {
@@ -123,7 +124,10 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
       = __atomic_load_n (&vol->passdown_active, __ATOMIC_ACQUIRE)
         || __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE) != seq;
 
-  if (ok && !(f & ACT_REDIRTY) && !passdown)
+  /* A client that wrote the block meanwhile set ACT_REDIRTY. */
+  bool clean = ok && !(f & ACT_REDIRTY) && !passdown;
+
+  if (clean)
     {
       cache_set_state (&vol->cache, blk->slot, SLOT_CLEAN);
       __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
@@ -131,7 +135,11 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
     }
   else if (f & ACT_REDIRTY)
     lru_requeue_dirty (&vol->lru, blk->slot);
-  active_set (st, blk->slot, f & ~(ACT_BUSY | ACT_WB | ACT_REDIRTY));
+  /* Our own BUSY was dropped after the SSD read: a BUSY here is a
+   * client's (reading or writing the block now); it must keep it.
+   */
+  active_set (st, blk->slot, f & ~(ACT_WB | ACT_REDIRTY));
+  return clean;
 }
 
 static void
@@ -213,13 +221,14 @@ long
 flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 {
   struct wb_batch b = { .vol = vol, .bctx = bctx };
+  uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
   uint64_t seq = __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE);
   long cleaned = 0;
   int err = 0, ferr;
 
   b.blocks = malloc (BATCH * sizeof *b.blocks);
   b.ext = malloc (BATCH * sizeof *b.ext);
-  b.data = hhc_alloc_aligned ((size_t)BATCH * vol->bs);
+  b.data = hhc_alloc_aligned ((size_t)max * vol->bs);
   if (!b.blocks || !b.ext || !b.data)
     {
       free (b.blocks);
@@ -228,7 +237,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
       return -ENOMEM;
     }
   pthread_mutex_init (&b.lock, NULL);
-  select_blocks (&b, BATCH);
+  select_blocks (&b, max);
   qsort (b.blocks, b.nblocks, sizeof *b.blocks, cmp_lba);
   for (uint32_t i = 0; i < b.nblocks; i++)
     {
@@ -245,7 +254,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
       hhc_log (vol->conf.log, HHC_LOG_ERROR,
                "write-back: reading the cache: %s", strerror (err));
       for (uint32_t i = 0; i < b.nblocks; i++)
-        finish_block (vol, &b.blocks[i], false, seq);
+        (void)finish_block (vol, &b.blocks[i], false, seq);
       goto out;
     }
   make_extents (&b);
@@ -259,8 +268,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
   for (uint32_t i = 0; i < b.nblocks; i++)
     {
       bool ok = ferr == 0 && b.ext[b.blocks[i].extent].err == 0;
-      finish_block (vol, &b.blocks[i], ok, seq);
-      cleaned += ok;
+      cleaned += finish_block (vol, &b.blocks[i], ok, seq);
     }
   if (err)
     {

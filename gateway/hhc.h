@@ -45,7 +45,12 @@ const char *hhc_format_to_string (enum hhc_format f);
 int hhc_format_from_string (const char *s, enum hhc_format *f);
 
 /* Log levels for the logging callback. */
-enum hhc_log_level { HHC_LOG_DEBUG, HHC_LOG_INFO, HHC_LOG_ERROR };
+enum hhc_log_level {
+  HHC_LOG_DEBUG,
+  HHC_LOG_INFO,
+  HHC_LOG_WARNING,
+  HHC_LOG_ERROR
+};
 
 typedef void (*hhc_log_fn) (enum hhc_log_level level, const char *msg);
 

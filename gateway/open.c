@@ -34,6 +34,12 @@ check_conf (const struct hhc_conf *conf)
                "block-size must be a power of two from 512 to 1M");
       return EINVAL;
     }
+  if (conf->direct && conf->block_size && conf->block_size < 4096)
+    {
+      hhc_log (log, HHC_LOG_ERROR,
+               "direct=true needs a block-size of at least 4K");
+      return EINVAL;
+    }
   if (conf->dirty_low > conf->dirty_high || conf->dirty_high > conf->dirty_max
       || conf->dirty_max > 100 || conf->dirty_max == 0)
     {
@@ -52,6 +58,10 @@ make_identity (const struct hhc_conf *conf, const struct hhc_backend_info *info)
                                     : (info->identity ? info->identity : "");
   char *s;
 
+  if (*id == '\0')
+    conf->log (HHC_LOG_WARNING,
+               "the backend has no export description and backend-id= is "
+               "not set: the cache is tied to the backend's size only");
   if (asprintf (&s, "%.*s", CACHE_IDENTITY_MAX, id) == -1)
     return NULL;
   return s;
@@ -79,6 +89,14 @@ format_cache (struct hhc_volume *vol)
 
   c->block_size = vol->conf.block_size ? vol->conf.block_size : 4096;
   c->volume_size = vol->info.size;
+  if ((vol->info.size + c->block_size - 1) / c->block_size > HHC_MAX_BLOCKS)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "the volume has more than 2^34 blocks of %u bytes: use a "
+               "larger block-size",
+               c->block_size);
+      return EINVAL;
+    }
   r = cache_geometry (vol->dev->size, c->block_size, vol->info.size, &c->nslots,
                       &c->npages, &c->meta_off, &c->data_off);
   if (r)
@@ -157,6 +175,50 @@ format:
   return format_cache (vol);
 }
 
+/* Free every clean slot (after an unclean stop; see cache_read_state). */
+static uint32_t
+drop_clean (struct hhc_volume *vol)
+{
+  uint32_t n = 0;
+
+  for (uint32_t s = 0; s < vol->idx.nslots; s++)
+    if (slot_state (&vol->idx.slots[s]) == SLOT_CLEAN)
+      {
+        index_remove (&vol->idx, s);
+        lru_remove (&vol->lru, s);
+        cache_set_state (&vol->cache, s, SLOT_FREE);
+        cache_release_slot (&vol->cache, s);
+        n++;
+      }
+  return n;
+}
+
+/* After load: drop clean blocks if the last run did not close cleanly,
+ * make the result durable (also duplicates resolved by the load), and
+ * mark the cache "in use" before any I/O.
+ */
+static int
+settle_after_load (struct hhc_volume *vol)
+{
+  bool clean;
+  int r = cache_read_state (&vol->cache, &clean);
+
+  if (r)
+    return r;
+  if (!clean)
+    {
+      uint32_t n = drop_clean (vol);
+      hhc_log (vol->conf.log, HHC_LOG_INFO,
+               "%s: the cache was not closed cleanly: dropped %u clean "
+               "blocks, kept %" PRIu64 " dirty blocks",
+               vol->dev->name, n, vol->ndirty);
+    }
+  r = cache_commit (&vol->cache);
+  if (r == 0)
+    r = cache_write_state (&vol->cache, false);
+  return r;
+}
+
 static void
 set_watermarks (struct hhc_volume *vol)
 {
@@ -208,10 +270,9 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
 
   if ((r = check_conf (conf)) != 0)
     return r;
-  if (info->size == 0 || info->size / 512 > HHC_MAX_BLOCKS)
+  if (info->size == 0)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR,
-               "backend size %" PRIu64 " is not supported", info->size);
+      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
       return EINVAL;
     }
   vol = calloc (1, sizeof *vol);
@@ -246,6 +307,15 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   if ((r = open_cache (vol, &formatted)) != 0)
     goto fail;
   vol->bs = vol->cache.block_size;
+  if (conf->direct && vol->bs < 4096)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               "%s: direct=true needs a block-size of at least 4K (the "
+               "cache has %u)",
+               vol->dev->name, vol->bs);
+      r = EINVAL;
+      goto fail;
+    }
   vol->nblocks = (info->size + vol->bs - 1) / vol->bs;
   if (vol->nblocks > HHC_MAX_BLOCKS)
     {
@@ -260,8 +330,8 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   if ((r = cache_init_mem (&vol->cache, &vol->idx)) != 0)
     goto fail;
   r = cache_load (&vol->cache, found_slot, vol);
-  if (r == 0 && !formatted)
-    r = cache_commit (&vol->cache); /* duplicates resolved at load */
+  if (r == 0)
+    r = settle_after_load (vol);
   if (r)
     goto fail;
   set_watermarks (vol);
@@ -317,19 +387,41 @@ hhc_start (struct hhc_volume *vol, void *bctx)
   r = flusher_start (&vol->flusher, vol, bctx);
   if (r)
     return r;
+  vol->bg_ctx = bctx;
   vol->started = true;
   return 0;
 }
 
+/* Closing cleanly: every clean block must equal the backend's durable
+ * data, so flush the backend (when something may have gone to it
+ * without a flush), commit, and only then set the clean flag.
+ */
 int
 hhc_close (struct hhc_volume *vol)
 {
-  int r;
+  bool be_ok;
+  int r, r2 = 0;
 
   if (vol == NULL)
     return 0;
   flusher_stop (&vol->flusher);
+  if (vol->bg_ctx)
+    {
+      r2 = vol->ops->flush (vol->bg_ctx);
+      be_ok = r2 == 0;
+    }
+  else
+    be_ok = vol->conf.mode == HHC_MODE_WB
+            && __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE)
+                   == __atomic_load_n (&vol->be_flushed, __ATOMIC_ACQUIRE);
   r = cache_commit (&vol->cache);
+  if (r == 0 && be_ok)
+    r = cache_write_state (&vol->cache, true);
+  if (r2)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "close: flushing the backend: %s (the cache stays marked "
+             "in use)",
+             strerror (r2));
   if (vol->conf.stats_path)
     {
       char *json = hhc_stats_json (vol);
@@ -338,7 +430,7 @@ hhc_close (struct hhc_volume *vol)
       free (json);
     }
   free_volume (vol);
-  return r;
+  return r ? r : r2;
 }
 
 void

@@ -155,7 +155,7 @@ passdown_begin (struct hhc_volume *vol)
 static void
 passdown_end (struct hhc_volume *vol)
 {
-  __atomic_store_n (&vol->backend_dirty, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_add (&vol->passdown_seq, 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_sub (&vol->passdown_active, 1, __ATOMIC_ACQ_REL);
 }
@@ -375,7 +375,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (r == 0 && (len == vol->bs || !passdown_since (vol, seq)))
+  if (r == 0 && ((len == vol->bs && !wt) || !passdown_since (vol, seq)))
     {
       publish_locked (vol, t, wt ? SLOT_CLEAN : SLOT_DIRTY);
       active_set (st, t, 0);
@@ -434,16 +434,25 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
     }
 }
 
-/* Invalidate block lba (waiting for I/O and write-back on it). */
-static void
-invalidate_block (struct hhc_volume *vol, uint64_t lba)
+/* Invalidate block lba (waiting for I/O and write-back on it).  With
+ * keep_dirty, a dirty block is left alone and true returned: its
+ * caller zeroes it in the cache instead.  (Freeing it would let a
+ * crash that loses the backend's zero bring back older data than the
+ * dirty block's, which a FLUSH may have covered.)
+ */
+static bool
+invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
 {
   struct hhc_stripe *st = index_stripe (&vol->idx, lba);
   HHC_SCOPED_LOCK (&st->lock);
   uint32_t s = wait_idle (vol, st, lba, ACT_BUSY | ACT_WB);
 
-  if (s != HHC_NIL)
-    invalidate_locked (vol, s);
+  if (s == HHC_NIL)
+    return false;
+  if (keep_dirty && slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
+    return true;
+  invalidate_locked (vol, s);
+  return false;
 }
 
 /* Writes stall (never fail) while dirty blocks are at dirty-max. */
@@ -507,7 +516,7 @@ write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
 
   passdown_begin (vol);
   for (uint64_t b = offset / vol->bs; b * vol->bs < offset + count; b++)
-    invalidate_block (vol, b);
+    invalidate_block (vol, b, false);
   r = vol->ops->pwrite (bctx, buf, count, offset, false);
   if (r)
     stat_add (&vol->stats.backend_errors, 1);
@@ -546,25 +555,44 @@ hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
   return r;
 }
 
+/* Flush the backend if anything went to it directly since the last
+ * completed backend flush (always in pt and wt).
+ */
+static int
+flush_backend (struct hhc_volume *vol, void *bctx)
+{
+  uint64_t w = load64 (&vol->be_written);
+  uint64_t f = load64 (&vol->be_flushed);
+  int r;
+
+  if (vol->conf.mode == HHC_MODE_WB && f >= w)
+    return 0;
+  r = vol->ops->flush (bctx);
+  if (r)
+    {
+      stat_add (&vol->stats.backend_errors, 1);
+      return r;
+    }
+  while (f < w
+         && !__atomic_compare_exchange_n (&vol->be_flushed, &f, w, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    ;
+  return 0;
+}
+
+/* The backend first: a block freed by a trim or zero must not be
+ * durably free in the cache while the backend could still lose the
+ * operation (the block would read as its older backend data).
+ */
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
 {
   uint64_t t0 = hhc_now_ns ();
-  int r = cache_commit (&vol->cache);
-  bool be = vol->conf.mode != HHC_MODE_WB
-            || __atomic_exchange_n (&vol->backend_dirty, 0, __ATOMIC_ACQ_REL);
+  int r = flush_backend (vol, bctx);
+  int r2 = cache_commit (&vol->cache);
 
-  if (be)
-    {
-      int r2 = vol->ops->flush (bctx);
-      if (r2)
-        {
-          __atomic_store_n (&vol->backend_dirty, 1, __ATOMIC_RELEASE);
-          stat_add (&vol->stats.backend_errors, 1);
-          if (r == 0)
-            r = r2;
-        }
-    }
+  if (r == 0)
+    r = r2;
   stat_add (&vol->stats.flushes, 1);
   hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
   return r;
@@ -589,6 +617,22 @@ be_write_zeros (struct hhc_volume *vol, void *bctx, uint32_t count,
   return r;
 }
 
+HHC_VECTOR (u64_vec, uint64_t)
+
+/* The backend's part of a trim or zero. */
+static int
+passdown_op (struct hhc_volume *vol, void *bctx, bool zero, uint64_t count,
+             uint64_t offset)
+{
+  if (!zero)
+    return vol->info.can_trim && vol->ops->trim
+               ? vol->ops->trim (bctx, count, offset)
+               : 0;
+  if (vol->info.can_zero && vol->ops->zero)
+    return vol->ops->zero (bctx, count, offset);
+  return be_write_zeros (vol, bctx, count, offset);
+}
+
 /* Zeros through the cache (the partial edges of a zero). */
 static int
 write_zeros (struct hhc_volume *vol, void *bctx, uint32_t n, uint64_t offset)
@@ -607,6 +651,7 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
           uint64_t offset, bool fua)
 {
   uint64_t start = offset, end = offset + count;
+  struct u64_vec kept = { 0 }; /* dirty blocks to zero in the cache */
   int r = check_range (vol, count, offset);
 
   if (r)
@@ -630,21 +675,21 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
     }
   if (end > start)
     {
+      bool keep = zero && vol->conf.mode != HHC_MODE_PT;
       passdown_begin (vol);
       for (uint64_t b = start / vol->bs; b * vol->bs < end; b++)
-        invalidate_block (vol, b);
-      if (!zero)
-        r = vol->info.can_trim && vol->ops->trim
-                ? vol->ops->trim (bctx, end - start, start)
-                : 0;
-      else if (vol->info.can_zero && vol->ops->zero)
-        r = vol->ops->zero (bctx, end - start, start);
-      else
-        r = be_write_zeros (vol, bctx, end - start, start);
+        if (invalidate_block (vol, b, keep) && u64_vec_append (&kept, b))
+          r = ENOMEM;
+      if (r == 0)
+        r = passdown_op (vol, bctx, zero, end - start, start);
       if (r)
         stat_add (&vol->stats.backend_errors, 1);
       passdown_end (vol);
     }
+  for (size_t i = 0; r == 0 && i < kept.len; i++)
+    r = write_zeros (vol, bctx, block_valid_len (vol, kept.ptr[i]),
+                     kept.ptr[i] * vol->bs);
+  u64_vec_reset (&kept);
   if (r == 0 && fua)
     r = hhc_flush (vol, bctx);
   return r;

@@ -34,7 +34,14 @@ struct hhc_volume {
 
   uint64_t ndirty;     /* atomic: slots in state dirty */
   uint64_t last_io_ns; /* atomic: last client request */
-  int backend_dirty;   /* atomic: written below us since flush */
+  /* Writes that went to the backend directly (trim, zero, pt) bump
+   * be_written; a backend flush that started after the n-th such
+   * write raises be_flushed to n.  A wb FLUSH skips the backend flush
+   * when be_flushed == be_written.
+   */
+  uint64_t be_written; /* atomic */
+  uint64_t be_flushed; /* atomic */
+  void *bg_ctx;        /* hhc_start's backend context (flushed at close) */
   /* Trim, zero and pass-through writes bump passdown_seq before and
    * after they change the backend, and count themselves in
    * passdown_active; a read miss or a write-back that overlapped one

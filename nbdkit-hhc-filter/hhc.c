@@ -39,6 +39,9 @@ core_log (enum hhc_log_level level, const char *msg)
     case HHC_LOG_ERROR:
       nbdkit_error ("hhc: %s", msg);
       break;
+    case HHC_LOG_WARNING:
+      nbdkit_error ("hhc: warning: %s", msg);
+      break;
     case HHC_LOG_INFO:
       nbdkit_debug ("hhc: %s", msg);
       break;
@@ -293,6 +296,15 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 static int
 hhc_get_ready (int thread_model)
 {
+  /* A plugin that is not fully parallel must never see two requests at
+   * once, also not from the flusher's background context (which nbdkit
+   * does not serialise for us).
+   */
+  if (thread_model < NBDKIT_THREAD_MODEL_PARALLEL)
+    {
+      next_backend_serialize = true;
+      conf.writeback_threads = 1;
+    }
   return hhc_preopen (&conf) == 0 ? 0 : -1;
 }
 
@@ -368,14 +380,21 @@ hhc_block_size (nbdkit_next *next, void *handle, uint32_t *minimum,
     return -1;
   *minimum = 1;
   *preferred = pr > 4096 ? pr : 4096;
+  if (*preferred > 32 * 1024 * 1024)
+    *preferred = 32 * 1024 * 1024;
   *maximum = 0xffffffff;
   return 0;
 }
 
+/* One cache serves every connection, but pt/wt writes, trims and
+ * zeros reach the plugin through the writing connection and a FLUSH
+ * flushes the plugin through the flushing one: multi-conn only if the
+ * plugin has it too.
+ */
 static int
 hhc_can_multi_conn (nbdkit_next *next, void *handle)
 {
-  return 1;
+  return next->can_multi_conn (next);
 }
 
 static int

@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -12,9 +13,25 @@
 
 #include "next-backend.h"
 
+bool next_backend_serialize;
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+serial_unlock (bool *locked)
+{
+  if (*locked)
+    pthread_mutex_unlock (&serial_lock);
+}
+
+/* Hold serial_lock to the end of the scope when serialising. */
+#define SERIAL_SCOPE                                                           \
+  bool serial_locked __attribute__ ((cleanup (serial_unlock)))                 \
+  = next_backend_serialize && pthread_mutex_lock (&serial_lock) == 0
+
 static int
 nb_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
 {
+  SERIAL_SCOPE;
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -27,6 +44,7 @@ static int
 nb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
            bool fua)
 {
+  SERIAL_SCOPE;
   nbdkit_next *next = ctx;
   uint32_t flags = 0;
   int err = 0;
@@ -35,7 +53,8 @@ nb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
     flags = NBDKIT_FLAG_FUA;
   if (next->pwrite (next, buf, count, offset, flags, &err) == -1)
     return err ? err : EIO;
-  if (fua && flags == 0 && next->flush (next, 0, &err) == -1)
+  if (fua && flags == 0 && next->can_flush (next) == 1
+      && next->flush (next, 0, &err) == -1)
     return err ? err : EIO;
   return 0;
 }
@@ -43,6 +62,7 @@ nb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
 static int
 nb_flush (void *ctx)
 {
+  SERIAL_SCOPE;
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -56,6 +76,7 @@ nb_flush (void *ctx)
 static int
 nb_trim (void *ctx, uint32_t count, uint64_t offset)
 {
+  SERIAL_SCOPE;
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -69,6 +90,7 @@ nb_trim (void *ctx, uint32_t count, uint64_t offset)
 static int
 nb_zero (void *ctx, uint32_t count, uint64_t offset)
 {
+  SERIAL_SCOPE;
   nbdkit_next *next = ctx;
   int err = 0;
 

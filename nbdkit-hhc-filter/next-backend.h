@@ -2,9 +2,16 @@
 #ifndef HHC_NEXT_BACKEND_H
 #define HHC_NEXT_BACKEND_H
 
+#include <stdbool.h>
+
 #include <nbdkit-filter.h>
 
 #include "hhc.h"
+
+/* Serialise every call to the plugin (set before any I/O when the
+ * plugin's thread model is not parallel).
+ */
+extern bool next_backend_serialize;
 
 /* Ops whose ctx is an nbdkit_next *. */
 extern const struct hhc_backend_ops next_backend_ops;
