@@ -120,9 +120,7 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
   struct hhc_stripe *st = index_stripe (&vol->idx, blk->lba);
   HHC_SCOPED_LOCK (&st->lock);
   uint32_t f = active_get (st, blk->slot);
-  bool passdown
-      = __atomic_load_n (&vol->passdown_active, __ATOMIC_ACQUIRE)
-        || __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE) != seq;
+  bool passdown = vol_passdown_since (vol, seq, blk->lba);
 
   /* A client that wrote the block meanwhile set ACT_REDIRTY. */
   bool clean = ok && !(f & ACT_REDIRTY) && !passdown;
@@ -222,7 +220,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 {
   struct wb_batch b = { .vol = vol, .bctx = bctx };
   uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
-  uint64_t seq = __atomic_load_n (&vol->passdown_seq, __ATOMIC_ACQUIRE);
+  uint64_t seq = vol_passdown_seq (vol);
   long cleaned = 0;
   int err = 0, ferr;
 

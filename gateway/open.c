@@ -241,6 +241,7 @@ free_volume (struct hhc_volume *vol)
     dev_close (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_cond_destroy (&vol->wait_cond);
+  pthread_mutex_destroy (&vol->pd_lock);
   free (vol->identity);
   free (vol->cache_path);
   free (vol->stats_path);
@@ -280,6 +281,7 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
     return ENOMEM;
   pthread_mutex_init (&vol->wait_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
+  pthread_mutex_init (&vol->pd_lock, NULL);
   vol->conf = *conf;
   vol->ops = ops;
   vol->info = *info;

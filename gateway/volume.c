@@ -16,9 +16,9 @@
  *
  * A new slot comes from the free pool (invariant 1); when it is empty
  * reads bypass the cache and writes wait for the flusher to evict.
- * Trim and zero invalidate whole blocks and pass down ("passdown"),
- * bumping passdown_seq so that a concurrent fill or write-back of an
- * affected block does not mark it clean.
+ * Trim and zero invalidate whole blocks and pass down ("passdown");
+ * they are recorded (vol_passdown_since) so that a concurrent fill or
+ * write-back of an affected block does not mark it clean.
  *
  * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
  * write metadata pages, sync) + a backend flush when anything went to
@@ -145,27 +145,81 @@ be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
   return r;
 }
 
-static void
-passdown_begin (struct hhc_volume *vol)
+uint64_t
+vol_passdown_seq (struct hhc_volume *vol)
 {
-  __atomic_fetch_add (&vol->passdown_active, 1, __ATOMIC_ACQ_REL);
-  __atomic_fetch_add (&vol->passdown_seq, 1, __ATOMIC_ACQ_REL);
+  return load64 (&vol->pd_seq);
+}
+
+/* Record a passdown of blocks [first, last); returns its index in
+ * pd_run (PD_RUNNING if it did not fit: then every check says yes
+ * until it ends).
+ */
+static unsigned
+passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
+{
+  HHC_SCOPED_LOCK (&vol->pd_lock);
+  uint64_t id = ++vol->pd_next;
+  unsigned i;
+
+  for (i = 0; i < PD_RUNNING; i++)
+    if (vol->pd_run[i].seq == 0)
+      {
+        vol->pd_run[i] = (struct vol_passdown){ first, last, id };
+        break;
+      }
+  if (i == PD_RUNNING)
+    vol->pd_overflow++;
+  __atomic_fetch_add (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
+  return i;
 }
 
 static void
-passdown_end (struct hhc_volume *vol)
+passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last)
 {
+  HHC_SCOPED_LOCK (&vol->pd_lock);
+  uint64_t id = ++vol->pd_next;
+
   __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
-  __atomic_fetch_add (&vol->passdown_seq, 1, __ATOMIC_ACQ_REL);
-  __atomic_fetch_sub (&vol->passdown_active, 1, __ATOMIC_ACQ_REL);
+  if (i < PD_RUNNING)
+    vol->pd_run[i].seq = 0;
+  else
+    vol->pd_overflow--;
+  vol->pd_done[vol->pd_ndone++ % PD_RING]
+      = (struct vol_passdown){ first, last, id };
+  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
+  __atomic_fetch_sub (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
 }
 
-/* Did a passdown run since seq was read (or is one running)? */
-static bool
-passdown_since (struct hhc_volume *vol, uint64_t seq)
+bool
+vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba)
 {
-  return load64 (&vol->passdown_active) != 0
-         || load64 (&vol->passdown_seq) != seq;
+  if (load64 (&vol->pd_active) == 0 && load64 (&vol->pd_seq) == seq)
+    return false; /* fast path: nothing happened */
+
+  HHC_SCOPED_LOCK (&vol->pd_lock);
+  uint64_t n = HHC_MIN (vol->pd_ndone, (uint64_t)PD_RING);
+
+  if (vol->pd_overflow)
+    return true;
+  for (unsigned i = 0; i < PD_RUNNING; i++)
+    if (vol->pd_run[i].seq && vol->pd_run[i].first <= lba
+        && lba < vol->pd_run[i].last)
+      return true;
+  /* The oldest remembered one ended after seq: older ones that also
+   * did may be forgotten, so assume the worst.
+   */
+  if (vol->pd_ndone > PD_RING
+      && vol->pd_done[vol->pd_ndone % PD_RING].seq > seq)
+    return true;
+  for (uint64_t k = 0; k < n; k++)
+    {
+      struct vol_passdown *p = &vol->pd_done[k];
+      if (p->seq > seq && p->first <= lba && lba < p->last)
+        return true;
+    }
+  return false;
 }
 
 /* ---- stripe lock held below this line ---- */
@@ -235,9 +289,10 @@ static int
 fill_block (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
             uint64_t lba, char *out, uint32_t off, uint32_t len)
 {
-  uint64_t seq = load64 (&vol->passdown_seq);
-  uint32_t t
-      = passdown_since (vol, seq) ? HHC_NIL : cache_alloc_slot (&vol->cache);
+  uint64_t seq = vol_passdown_seq (vol);
+  uint32_t t = vol_passdown_since (vol, seq, lba)
+                   ? HHC_NIL
+                   : cache_alloc_slot (&vol->cache);
   HHC_CLEANUP_FREE char *blk = NULL;
   int r, w = 0;
 
@@ -261,7 +316,7 @@ fill_block (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     w = cache_write_slot (&vol->cache, t, blk, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (r == 0 && w == 0 && !passdown_since (vol, seq))
+  if (r == 0 && w == 0 && !vol_passdown_since (vol, seq, lba))
     {
       publish_locked (vol, t, SLOT_CLEAN);
       active_set (st, t, 0);
@@ -355,7 +410,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
             uint32_t len, bool fua, bool *retry)
 {
   bool wt = vol->conf.mode == HHC_MODE_WT;
-  uint64_t seq = load64 (&vol->passdown_seq);
+  uint64_t seq = vol_passdown_seq (vol);
   HHC_CLEANUP_FREE char *blk = NULL;
   const char *data = buf;
   int r = 0;
@@ -375,7 +430,8 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (r == 0 && ((len == vol->bs && !wt) || !passdown_since (vol, seq)))
+  if (r == 0
+      && ((len == vol->bs && !wt) || !vol_passdown_since (vol, seq, lba)))
     {
       publish_locked (vol, t, wt ? SLOT_CLEAN : SLOT_DIRTY);
       active_set (st, t, 0);
@@ -514,13 +570,16 @@ write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
 {
   int r;
 
-  passdown_begin (vol);
-  for (uint64_t b = offset / vol->bs; b * vol->bs < offset + count; b++)
+  uint64_t first = offset / vol->bs;
+  uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
+  unsigned pd = passdown_begin (vol, first, last);
+
+  for (uint64_t b = first; b < last; b++)
     invalidate_block (vol, b, false);
   r = vol->ops->pwrite (bctx, buf, count, offset, false);
   if (r)
     stat_add (&vol->stats.backend_errors, 1);
-  passdown_end (vol);
+  passdown_end (vol, pd, first, last);
   if (r == 0 && fua)
     r = hhc_flush (vol, bctx);
   return r;
@@ -676,15 +735,17 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
   if (end > start)
     {
       bool keep = zero && vol->conf.mode != HHC_MODE_PT;
-      passdown_begin (vol);
-      for (uint64_t b = start / vol->bs; b * vol->bs < end; b++)
+      uint64_t first = start / vol->bs;
+      uint64_t last = (end + vol->bs - 1) / vol->bs;
+      unsigned pd = passdown_begin (vol, first, last);
+      for (uint64_t b = first; b < last; b++)
         if (invalidate_block (vol, b, keep) && u64_vec_append (&kept, b))
           r = ENOMEM;
       if (r == 0)
         r = passdown_op (vol, bctx, zero, end - start, start);
       if (r)
         stat_add (&vol->stats.backend_errors, 1);
-      passdown_end (vol);
+      passdown_end (vol, pd, first, last);
     }
   for (size_t i = 0; r == 0 && i < kept.len; i++)
     r = write_zeros (vol, bctx, block_valid_len (vol, kept.ptr[i]),

@@ -14,6 +14,9 @@
 #include "lru.h"
 #include "stats.h"
 
+#define PD_RING 256   /* finished passdowns remembered */
+#define PD_RUNNING 64 /* running passdowns tracked one by one */
+
 struct hhc_volume {
   struct hhc_conf conf; /* strings below are our own copies */
   char *cache_path, *stats_path;
@@ -42,14 +45,23 @@ struct hhc_volume {
   uint64_t be_written; /* atomic */
   uint64_t be_flushed; /* atomic */
   void *bg_ctx;        /* hhc_start's backend context (flushed at close) */
-  /* Trim, zero and pass-through writes bump passdown_seq before and
-   * after they change the backend, and count themselves in
-   * passdown_active; a read miss or a write-back that overlapped one
-   * does not mark its block clean (the backend may have moved under
-   * it).
+  /* Trim, zero and pass-through writes change the backend under the
+   * cache ("passdowns").  Each one is recorded in a ring with the block
+   * range it covers and sequence numbers taken at its start and end; a
+   * read-miss fill or a write-back that overlapped one on its block
+   * does not mark that block clean (the backend may have moved under
+   * it).  See vol_passdown_since.
    */
-  uint64_t passdown_seq;    /* atomic */
-  uint64_t passdown_active; /* atomic */
+  pthread_mutex_t pd_lock; /* protects the pd_ fields but the atomics */
+  struct vol_passdown {
+    uint64_t first, last; /* blocks [first, last) */
+    uint64_t seq;         /* start (running) or end (done) sequence */
+  } pd_run[PD_RUNNING], pd_done[PD_RING];
+  unsigned pd_overflow; /* running passdowns not in pd_run */
+  uint64_t pd_ndone;    /* finished passdowns, pd_done[n % PD_RING] */
+  uint64_t pd_next;     /* last sequence number given out */
+  uint64_t pd_seq;      /* atomic: copy of pd_next for the fast path */
+  uint64_t pd_active;   /* atomic: passdowns running */
 
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
@@ -58,6 +70,13 @@ struct hhc_volume {
   struct hhc_stats stats;
   bool started;
 };
+
+/* The passdown sequence number now (take it before reading data that
+ * is to be marked clean).
+ */
+uint64_t vol_passdown_seq (struct hhc_volume *vol);
+/* Did a passdown covering block lba run at any time since seq? */
+bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
 
 /* Wake threads waiting for free or clean slots. */
 void vol_wake_waiters (struct hhc_volume *vol);
