@@ -699,7 +699,7 @@ cache_commit (struct hhc_cache *c)
   HHC_SCOPED_LOCK (&c->gc_lock);
   uint64_t mine = ++c->gc_requested;
 
-  while (c->gc_done < mine && c->failed == 0)
+  while (c->gc_done < mine && cache_is_failed (c) == 0)
     {
       if (c->gc_running)
         {
@@ -716,10 +716,10 @@ cache_commit (struct hhc_cache *c)
       c->gc_running = false;
       c->gc_done = target;
       if (r)
-        c->failed = r;
+        __atomic_store_n (&c->failed, r, __ATOMIC_RELEASE);
       pthread_cond_broadcast (&c->gc_cond);
     }
-  return c->failed;
+  return cache_is_failed (c);
 }
 
 uint32_t

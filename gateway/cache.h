@@ -71,7 +71,7 @@ struct hhc_cache {
   pthread_cond_t gc_cond;
   uint64_t gc_requested, gc_done;
   bool gc_running;
-  int failed; /* sticky: the device lost a write or a sync */
+  int failed; /* atomic, sticky: the device lost a write or a sync */
 
   /* Free slots, chained through the slots' hash links. */
   pthread_mutex_t free_lock;       /* protects the two lists below */
@@ -137,6 +137,16 @@ int cache_write_slot (struct hhc_cache *c, uint32_t slot, const void *buf,
  * (group commit: concurrent callers share one round).
  */
 int cache_commit (struct hhc_cache *c);
+
+/* The device lost a write or a sync (sticky; 0 if not).  After that
+ * it may return stale data for any slot, so the volume serves no
+ * cached data and writes nothing back.
+ */
+static inline int
+cache_is_failed (struct hhc_cache *c)
+{
+  return __atomic_load_n (&c->failed, __ATOMIC_ACQUIRE);
+}
 
 /* ---- stripe lock of the slot's LBA held (or slot unmapped) ---- */
 

@@ -154,7 +154,12 @@ static void
 make_extents (struct wb_batch *b)
 {
   struct hhc_volume *vol = b->vol;
-  uint64_t chunk = HHC_MAX (vol->info.preferred_block, vol->bs) / vol->bs;
+  /* Extents never cross the backend's preferred block size (an object
+   * store's object); with none known, only max_n limits them.
+   */
+  uint64_t chunk = vol->info.preferred_block >= vol->bs
+                       ? vol->info.preferred_block / vol->bs
+                       : UINT64_MAX;
   uint32_t max_n = MAX_EXTENT / vol->bs;
 
   if (vol->info.max_request && vol->info.max_request / vol->bs < max_n)
@@ -218,6 +223,10 @@ write_extents (struct wb_batch *b, unsigned nthreads)
 long
 flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 {
+  /* A failed cache device may return stale data: write nothing back. */
+  if (cache_is_failed (&vol->cache))
+    return -EIO;
+
   struct wb_batch b = { .vol = vol, .bctx = bctx };
   uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
   uint64_t seq = vol_passdown_seq (vol);
@@ -327,7 +336,8 @@ flusher_thread (void *arg)
 {
   struct hhc_flusher *f = arg;
   struct hhc_volume *vol = f->vol;
-  unsigned backoff = 0; /* ms after a failed batch */
+  unsigned backoff = 0;  /* ms: doubles after each failed batch */
+  uint64_t retry_at = 0; /* no batch before this time (ns) */
   uint64_t last_stats = 0;
 
   hhc_lock (&f->lock);
@@ -338,6 +348,7 @@ flusher_thread (void *arg)
       bool go = d > 0 && (d >= vol->dirty_low || draining || idle (vol));
       bool full = d >= vol->dirty_high || draining || idle (vol)
                   || vol_needs_reclaim (vol);
+      uint64_t now = hhc_now_ns ();
       long n = 0;
 
       f->kicked = false;
@@ -345,7 +356,12 @@ flusher_thread (void *arg)
       write_stats (vol, &last_stats);
       if (vol_needs_reclaim (vol))
         vol_reclaim (vol);
-      if (go && backoff == 0)
+      /* A failed cache device may return stale data: never write it
+       * back (see cache_is_failed).
+       */
+      if (cache_is_failed (&vol->cache))
+        go = false;
+      if (go && now >= retry_at)
         n = flusher_batch (vol, f->bctx, vol->conf.writeback_threads);
       hhc_lock (&f->lock);
       f->batches++;
@@ -353,15 +369,20 @@ flusher_thread (void *arg)
       pthread_cond_broadcast (&f->done);
       if (n < 0)
         {
-          /* Backend trouble: retry with capped exponential back-off. */
+          /* Backend trouble: retry with capped exponential back-off;
+           * kicks from stalled writers do not shorten it.
+           */
           backoff = backoff ? HHC_MIN (backoff * 2, 5000u) : 100;
+          retry_at = hhc_now_ns () + (uint64_t)backoff * 1000000;
           stat_add (&vol->stats.writeback_retries, 1);
           nap (f, backoff);
           continue;
         }
-      if (backoff)
+      if (n > 0)
+        backoff = 0;
+      if (go && now < retry_at)
         {
-          backoff = 0; /* the nap is over: try again */
+          nap (f, (retry_at - now) / 1000000 + 1);
           continue;
         }
       if (go && n > 0 && full)

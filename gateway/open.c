@@ -354,6 +354,8 @@ hhc_drain (struct hhc_volume *vol, void *bctx)
 {
   unsigned failures = 0;
 
+  if (cache_is_failed (&vol->cache))
+    return EIO;
   while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
     {
       long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
@@ -366,7 +368,7 @@ hhc_drain (struct hhc_volume *vol, void *bctx)
           nanosleep (&ts, NULL);
         }
     }
-  return 0;
+  return hhc_flush (vol, bctx); /* also trims and zeros passed down */
 }
 
 int

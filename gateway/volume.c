@@ -119,8 +119,7 @@ load64 (const uint64_t *p)
 static int
 cache_failed (struct hhc_volume *vol)
 {
-  HHC_SCOPED_LOCK (&vol->cache.gc_lock);
-  return vol->cache.failed;
+  return cache_is_failed (&vol->cache);
 }
 
 /* ---- backend helpers ---- */
@@ -548,6 +547,9 @@ hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
   char *p = buf;
   int r = check_range (vol, count, offset);
 
+  if (r == 0 && cache_failed (vol))
+    r = EIO; /* cached data can no longer be trusted */
+
   note_io (vol);
   stat_add (&vol->stats.bytes_read, count);
   while (r == 0 && count > 0)
@@ -592,6 +594,8 @@ hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
   const char *p = buf;
   int r = check_range (vol, count, offset);
 
+  if (r == 0 && cache_failed (vol))
+    r = EIO;
   if (r)
     return r;
   note_io (vol);
