@@ -599,7 +599,7 @@ test_prefetch (void **state)
   env_open (&e);
   assert_int_equal (hhc_prefetch (e.vol, e.mb, 16 * BS - 100, 4 * BS + 50), 0);
   reads = membackend_count (e.mb, MB_READS);
-  assert_int_equal (reads, 16);
+  assert_int_equal (reads, 1); /* the 16 blocks in one backend read */
   for (uint64_t l = 4; l < 20; l++)
     assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, l * BS), 0);
   c = counts (&e);
@@ -609,6 +609,34 @@ test_prefetch (void **state)
   /* Prefetching cached blocks reads nothing. */
   assert_int_equal (hhc_prefetch (e.vol, e.mb, 16 * BS, 4 * BS), 0);
   assert_int_equal (membackend_count (e.mb, MB_READS), reads);
+  env_free (&e);
+}
+
+/* A large read miss fetches its blocks from the backend in runs (one
+ * request per run of uncached blocks), and caches every block.
+ */
+static void
+test_read_miss_runs (void **state)
+{
+  struct env e;
+  static unsigned char buf[64 * BS], want[64 * BS];
+  struct hhc_counts c;
+
+  env_init (&e, HHC_MODE_WB, 128, 1 << 20);
+  env_open (&e);
+  /* Block 10 cached first: the 64-block read is two runs around it. */
+  assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, 10 * BS), 0);
+  assert_int_equal (membackend_count (e.mb, MB_READS), 1);
+  assert_int_equal (hhc_read (e.vol, e.mb, buf, 64 * BS - 1000, 500), 0);
+  assert_int_equal (membackend_count (e.mb, MB_READS), 3);
+  membackend_peek (e.mb, false, want, 64 * BS - 1000, 500);
+  assert_memory_equal (buf, want, 64 * BS - 1000);
+  c = counts (&e);
+  assert_int_equal (c.read_misses, 64);
+  assert_int_equal (c.read_hits, 1);
+  /* All cached now: no backend read. */
+  assert_int_equal (hhc_read (e.vol, e.mb, buf, 64 * BS, 0), 0);
+  assert_int_equal (membackend_count (e.mb, MB_READS), 3);
   env_free (&e);
 }
 
@@ -723,6 +751,7 @@ main (void)
     cmocka_unit_test (test_trim_zero_fua),
     cmocka_unit_test (test_trim_during_writeback),
     cmocka_unit_test (test_prefetch),
+    cmocka_unit_test (test_read_miss_runs),
     cmocka_unit_test (test_concurrent_writers),
   };
   test_filter_from_env ();
