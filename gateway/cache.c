@@ -602,30 +602,27 @@ snapshot_page (struct hhc_cache *c, uint32_t p, uint64_t seq,
 
 HHC_VECTOR (u32_vec, uint32_t)
 
-/* One commit round (commit lock held):
- * 1. take the pending-free list (their "free" is in the dirty pages);
- * 2. snapshot every dirty page;
- * 3. sync: every slot write that the snapshot's entries describe
- *    completed before the snapshot, so it is durable now;
- * 4. write each page over its older copy; sync;
- * 5. the taken slots are durably free: they join the pool.
- */
-static int
-do_commit (struct hhc_cache *c)
+#define COMMIT_CHUNK 256 /* pages snapshotted and written at a time */
+
+/* Put a taken pending list back (a commit that wrote nothing). */
+static void
+untake (struct hhc_cache *c, uint32_t taken, uint32_t ntaken)
 {
-  struct u32_vec pages = { 0 };
-  HHC_CLEANUP_FREE unsigned char *bufs = NULL;
-  uint32_t taken, ntaken;
-  uint64_t seq = c->commit_seq + 1;
-  int r = 0;
+  HHC_SCOPED_LOCK (&c->free_lock);
 
-  hhc_lock (&c->free_lock);
-  taken = c->pending_head;
-  ntaken = c->npending;
-  c->pending_head = HHC_NIL;
-  c->npending = 0;
-  hhc_unlock (&c->free_lock);
+  while (taken != HHC_NIL)
+    {
+      uint32_t next = c->idx->slots[taken].hword & HHC_LINK_MASK;
+      push_free (c, &c->pending_head, taken);
+      taken = next;
+    }
+  c->npending += ntaken;
+}
 
+/* The dirty pages, in order. */
+static int
+dirty_pages (struct hhc_cache *c, struct u32_vec *pages)
+{
   for (uint32_t w = 0; w < (c->npages + 63) / 64; w++)
     {
       uint64_t bits = __atomic_load_n (&c->dirty_bits[w], __ATOMIC_ACQUIRE);
@@ -633,42 +630,92 @@ do_commit (struct hhc_cache *c)
         {
           uint32_t p = w * 64 + __builtin_ctzll (bits);
           bits &= bits - 1;
-          if (u32_vec_append (&pages, p))
-            {
-              r = ENOMEM;
-              goto out;
-            }
+          if (u32_vec_append (pages, p))
+            return ENOMEM;
         }
     }
-  bool wrote = __atomic_exchange_n (&c->data_written, 0, __ATOMIC_ACQ_REL);
-  if (pages.len == 0 && !wrote && ntaken == 0)
-    goto out;
-  bufs = hhc_alloc_aligned (HHC_MAX (pages.len, 1) * CACHE_PAGE);
-  if (bufs == NULL)
-    {
-      r = ENOMEM;
-      goto out;
-    }
-  for (size_t i = 0; i < pages.len; i++)
-    snapshot_page (c, pages.ptr[i], seq, bufs + i * CACHE_PAGE);
+  return 0;
+}
+
+/* Snapshot, sync and write pages[0..n) (steps 2-4 for one chunk). */
+static int
+commit_chunk (struct hhc_cache *c, const uint32_t *pages, size_t n,
+              uint64_t seq, unsigned char *bufs)
+{
+  int r;
+
+  for (size_t i = 0; i < n; i++)
+    snapshot_page (c, pages[i], seq, bufs + i * CACHE_PAGE);
   if ((r = dev_sync (c->dev)) != 0)
-    goto out;
-  if (pages.len == 0)
-    goto done;
-  for (size_t i = 0; i < pages.len; i++)
+    return r;
+  for (size_t i = 0; i < n; i++)
     {
-      uint32_t p = pages.ptr[i];
+      uint32_t p = pages[i];
       int copy = c->copy_seq[2 * p] <= c->copy_seq[2 * p + 1] ? 0 : 1;
       r = dev_pwrite (c->dev, bufs + i * CACHE_PAGE, CACHE_PAGE,
                       copy_offset (c, p, copy));
       if (r)
-        goto out;
+        return r;
       c->copy_seq[2 * p + copy] = seq;
     }
-  if ((r = dev_sync (c->dev)) != 0)
+  return 0;
+}
+
+/* One commit round (commit lock held):
+ * 1. take the pending-free list (their "free" is in the dirty pages);
+ * 2. snapshot the dirty pages (at most COMMIT_CHUNK at a time);
+ * 3. sync: every slot write that the snapshot's entries describe
+ *    completed before the snapshot, so it is durable now;
+ * 4. write each page over its older copy; repeat 2-4 per chunk; sync;
+ * 5. the taken slots are durably free: they join the pool.
+ * ENOMEM before anything was written leaves everything as it was.
+ */
+static int
+do_commit (struct hhc_cache *c)
+{
+  struct u32_vec pages = { 0 };
+  HHC_CLEANUP_FREE unsigned char *bufs
+      = hhc_alloc_aligned ((size_t)COMMIT_CHUNK * CACHE_PAGE);
+  uint32_t taken, ntaken;
+  uint64_t seq = c->commit_seq + 1;
+  bool wrote;
+  int r = 0;
+
+  if (bufs == NULL)
+    return ENOMEM;
+  hhc_lock (&c->free_lock);
+  taken = c->pending_head;
+  ntaken = c->npending;
+  c->pending_head = HHC_NIL;
+  c->npending = 0;
+  hhc_unlock (&c->free_lock);
+
+  if (dirty_pages (c, &pages) != 0)
+    {
+      untake (c, taken, ntaken);
+      u32_vec_reset (&pages);
+      return ENOMEM;
+    }
+  wrote = __atomic_exchange_n (&c->data_written, 0, __ATOMIC_ACQ_REL);
+  if (pages.len == 0 && !wrote && ntaken == 0)
     goto out;
-  c->commit_seq = seq;
-done:
+  if (pages.len == 0)
+    r = dev_sync (c->dev);
+  for (size_t i = 0; r == 0 && i < pages.len; i += COMMIT_CHUNK)
+    r = commit_chunk (c, pages.ptr + i, HHC_MIN (pages.len - i, COMMIT_CHUNK),
+                      seq, bufs);
+  if (r == 0 && pages.len > 0 && (r = dev_sync (c->dev)) == 0)
+    c->commit_seq = seq;
+  if (r)
+    {
+      /* The device lost a write or a sync: pages may be stale on disk
+       * and the taken slots are not known free.  Keep them out of
+       * circulation; every later commit fails (see failed).
+       */
+      hhc_log (c->log, HHC_LOG_ERROR, "%s: cache metadata commit failed: %s",
+               c->dev->name, strerror (r));
+      goto out;
+    }
   hhc_lock (&c->free_lock);
   while (taken != HHC_NIL)
     {
@@ -677,18 +724,8 @@ done:
       c->nfree++;
       taken = next;
     }
-  ntaken = 0;
   hhc_unlock (&c->free_lock);
 out:
-  if (r)
-    {
-      /* The device lost a write or a sync: pages may be stale on disk
-       * and the slots taken above are not known free.  Keep them out
-       * of circulation; every later commit fails (see failed).
-       */
-      hhc_log (c->log, HHC_LOG_ERROR, "%s: cache metadata commit failed: %s",
-               c->dev->name, strerror (r));
-    }
   u32_vec_reset (&pages);
   return r;
 }
@@ -714,10 +751,12 @@ cache_commit (struct hhc_cache *c)
       hhc_unlock (&c->commit_lock);
       hhc_lock (&c->gc_lock);
       c->gc_running = false;
+      pthread_cond_broadcast (&c->gc_cond);
+      if (r == ENOMEM) /* nothing was written: the others try again */
+        return ENOMEM;
       c->gc_done = target;
       if (r)
         __atomic_store_n (&c->failed, r, __ATOMIC_RELEASE);
-      pthread_cond_broadcast (&c->gc_cond);
     }
   return cache_is_failed (c);
 }

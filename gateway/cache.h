@@ -35,7 +35,7 @@
 #include "index.h"
 
 #define CACHE_MAGIC "HHCCACHE"
-#define CACHE_VERSION 1
+#define CACHE_VERSION 2
 #define CACHE_PAGE 4096
 #define CACHE_PAGE_HDR 32
 #define CACHE_EPP ((CACHE_PAGE - CACHE_PAGE_HDR) / 8) /* 508 */

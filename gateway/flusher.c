@@ -131,7 +131,10 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
       __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
       lru_make_clean (&vol->lru, blk->slot);
     }
-  else if (f & ACT_REDIRTY)
+  else
+    /* Rewritten, failed or overlapped by a trim/zero: to the tail, so
+     * that the next batch takes other blocks first.
+     */
     lru_requeue_dirty (&vol->lru, blk->slot);
   /* Our own BUSY was dropped after the SSD read: a BUSY here is a
    * client's (reading or writing the block now); it must keep it.
@@ -292,7 +295,10 @@ out:
   free (b.ext);
   free (b.data);
   vol_wake_waiters (vol);
-  return err ? -err : cleaned;
+  /* Progress counts: only a batch that cleaned nothing is a failure
+   * (and backs the flusher off).
+   */
+  return err && cleaned == 0 ? -err : cleaned;
 }
 
 /* ---- the thread ---- */

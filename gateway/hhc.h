@@ -77,6 +77,7 @@ struct hhc_backend_info {
   bool can_trim;
   bool can_zero;
   bool can_fua;
+  bool multi_conn; /* a flush on one context covers writes on others */
 };
 
 /* Configuration of one volume.  Fill with hhc_conf_init, then set. */

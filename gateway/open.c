@@ -237,7 +237,7 @@ free_volume (struct hhc_volume *vol)
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
-  if (vol->conf.test_dev == NULL)
+  if (vol->conf.test_dev == NULL || vol->conf.own_dev)
     dev_close (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_cond_destroy (&vol->wait_cond);
@@ -270,15 +270,20 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   int r;
 
   if ((r = check_conf (conf)) != 0)
-    return r;
+    goto fail_early;
   if (info->size == 0)
     {
       hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
-      return EINVAL;
+      r = EINVAL;
+      goto fail_early;
     }
   vol = calloc (1, sizeof *vol);
   if (vol == NULL)
-    return ENOMEM;
+    {
+      r = ENOMEM;
+      goto fail_early;
+    }
+  vol->dev = conf->test_dev; /* a pre-opened device, if any */
   pthread_mutex_init (&vol->wait_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
   pthread_mutex_init (&vol->pd_lock, NULL);
@@ -346,6 +351,11 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
 
 fail:
   free_volume (vol);
+  return r;
+
+fail_early:
+  if (conf->own_dev)
+    dev_close (conf->test_dev);
   return r;
 }
 

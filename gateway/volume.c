@@ -110,6 +110,26 @@ wait_for_flusher (struct hhc_volume *vol)
   hhc_unlock (&vol->wait_lock);
 }
 
+/* Wait until no trim/zero/pt write covering lba is running. */
+static void
+wait_passdowns (struct hhc_volume *vol, uint64_t lba)
+{
+  while (vol_passdown_running (vol, lba))
+    {
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50 * 1000000;
+      if (ts.tv_nsec >= 1000000000)
+        {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000;
+        }
+      hhc_lock (&vol->wait_lock);
+      pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
+      hhc_unlock (&vol->wait_lock);
+    }
+}
+
 static uint64_t
 load64 (const uint64_t *p)
 {
@@ -185,10 +205,42 @@ passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last)
     vol->pd_run[i].seq = 0;
   else
     vol->pd_overflow--;
-  vol->pd_done[vol->pd_ndone++ % PD_RING]
-      = (struct vol_passdown){ first, last, id };
+  /* Remember the end per region (every region once is enough for a
+   * huge range: each hash bucket gets id).
+   */
+  uint64_t r0 = first >> PD_REGION_SHIFT;
+  uint64_t r1 = (last - 1) >> PD_REGION_SHIFT;
+  if (r1 - r0 >= PD_HASH)
+    for (unsigned h = 0; h < PD_HASH; h++)
+      vol->pd_done[h] = id;
+  else
+    for (uint64_t rg = r0; rg <= r1; rg++)
+      vol->pd_done[hhc_hash64 (rg) % PD_HASH] = id;
   __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
   __atomic_fetch_sub (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
+  vol_wake_waiters (vol); /* writers waiting in wait_passdowns */
+}
+
+/* pd_lock held. */
+static bool
+running_on (struct hhc_volume *vol, uint64_t lba)
+{
+  if (vol->pd_overflow)
+    return true;
+  for (unsigned i = 0; i < PD_RUNNING; i++)
+    if (vol->pd_run[i].seq && vol->pd_run[i].first <= lba
+        && lba < vol->pd_run[i].last)
+      return true;
+  return false;
+}
+
+bool
+vol_passdown_running (struct hhc_volume *vol, uint64_t lba)
+{
+  if (load64 (&vol->pd_active) == 0)
+    return false;
+  HHC_SCOPED_LOCK (&vol->pd_lock);
+  return running_on (vol, lba);
 }
 
 bool
@@ -198,27 +250,8 @@ vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba)
     return false; /* fast path: nothing happened */
 
   HHC_SCOPED_LOCK (&vol->pd_lock);
-  uint64_t n = HHC_MIN (vol->pd_ndone, (uint64_t)PD_RING);
-
-  if (vol->pd_overflow)
-    return true;
-  for (unsigned i = 0; i < PD_RUNNING; i++)
-    if (vol->pd_run[i].seq && vol->pd_run[i].first <= lba
-        && lba < vol->pd_run[i].last)
-      return true;
-  /* The oldest remembered one ended after seq: older ones that also
-   * did may be forgotten, so assume the worst.
-   */
-  if (vol->pd_ndone > PD_RING
-      && vol->pd_done[vol->pd_ndone % PD_RING].seq > seq)
-    return true;
-  for (uint64_t k = 0; k < n; k++)
-    {
-      struct vol_passdown *p = &vol->pd_done[k];
-      if (p->seq > seq && p->first <= lba && lba < p->last)
-        return true;
-    }
-  return false;
+  return running_on (vol, lba)
+         || vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > seq;
 }
 
 /* ---- stripe lock held below this line ---- */
@@ -501,11 +534,13 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     }
   else
     {
-      /* Failed, or the backend data we merged with may be stale
-       * (a trim or zero ran meanwhile): try again from scratch.
+      /* Failed, or a trim/zero/pt write on this block overlapped us:
+       * in wt the backend has the data, so just do not cache it; in wb
+       * the backend data we merged with may be stale: try again once
+       * the passdown is over.
        */
       unfill_locked (vol, st, t);
-      *retry = r == 0;
+      *retry = r == 0 && !wt;
     }
   hhc_unlock (&st->lock);
   return r;
@@ -550,6 +585,7 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
       r = write_miss (vol, bctx, st, s, lba, buf, off, len, fua, &retry);
       if (!retry)
         return r;
+      wait_passdowns (vol, lba);
     }
 }
 
@@ -694,7 +730,10 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   uint64_t f = load64 (&vol->be_flushed);
   int r;
 
-  if (vol->conf.mode == HHC_MODE_WB && f >= w)
+  /* Without multi-conn a flush covers only its own connection's
+   * writes: never skip it then.
+   */
+  if (vol->conf.mode == HHC_MODE_WB && f >= w && vol->info.multi_conn)
     return 0;
   r = vol->ops->flush (bctx);
   if (r)

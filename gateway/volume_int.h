@@ -14,8 +14,9 @@
 #include "lru.h"
 #include "stats.h"
 
-#define PD_RING 256   /* finished passdowns remembered */
-#define PD_RUNNING 64 /* running passdowns tracked one by one */
+#define PD_HASH 4096      /* regions remembered for finished passdowns */
+#define PD_REGION_SHIFT 6 /* a region is 64 blocks */
+#define PD_RUNNING 64     /* running passdowns tracked one by one */
 
 struct hhc_volume {
   struct hhc_conf conf; /* strings below are our own copies */
@@ -56,12 +57,16 @@ struct hhc_volume {
   struct vol_passdown {
     uint64_t first, last; /* blocks [first, last) */
     uint64_t seq;         /* start (running) or end (done) sequence */
-  } pd_run[PD_RUNNING], pd_done[PD_RING];
+  } pd_run[PD_RUNNING];
   unsigned pd_overflow; /* running passdowns not in pd_run */
-  uint64_t pd_ndone;    /* finished passdowns, pd_done[n % PD_RING] */
-  uint64_t pd_next;     /* last sequence number given out */
-  uint64_t pd_seq;      /* atomic: copy of pd_next for the fast path */
-  uint64_t pd_active;   /* atomic: passdowns running */
+  /* Finished passdowns: per hashed region of blocks, the highest end
+   * sequence number of one that covered it (collisions only make the
+   * answer "yes" more often).
+   */
+  uint64_t pd_done[PD_HASH];
+  uint64_t pd_next;   /* last sequence number given out */
+  uint64_t pd_seq;    /* atomic: copy of pd_next for the fast path */
+  uint64_t pd_active; /* atomic: passdowns running */
 
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
@@ -77,6 +82,8 @@ struct hhc_volume {
 uint64_t vol_passdown_seq (struct hhc_volume *vol);
 /* Did a passdown covering block lba run at any time since seq? */
 bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
+/* Is a passdown covering block lba running now? */
+bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);
 
 /* Wake threads waiting for free or clean slots. */
 void vol_wake_waiters (struct hhc_volume *vol);

@@ -300,6 +300,13 @@ hhc_get_ready (int thread_model)
    * once, also not from the flusher's background context (which nbdkit
    * does not serialise for us).
    */
+  if (thread_model == NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS)
+    {
+      nbdkit_error ("hhc: the plugin allows only one connection at a time "
+                    "(thread model serialize_connections), but the cache "
+                    "needs a second one for write-back");
+      return -1;
+    }
   if (thread_model < NBDKIT_THREAD_MODEL_PARALLEL)
     {
       next_backend_serialize = true;
@@ -353,9 +360,38 @@ static void *
 hhc_open_conn (nbdkit_next_open *next, nbdkit_context *nxdata, int readonly,
                const char *exportname, int is_tls)
 {
-  if (next (nxdata, readonly, exportname) == -1)
+  int r;
+
+  next_backend_lock ();
+  r = next (nxdata, readonly, exportname);
+  next_backend_unlock ();
+  if (r == -1)
     return NULL;
   return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+/* A connection's trims, zeros and pt/wt writes went to the plugin
+ * through its own context: flush it before the connection goes, so
+ * that a clean close of the cache can trust the plugin's data even
+ * when the plugin has no multi-conn.
+ */
+static int
+hhc_finalize (nbdkit_next *next, void *handle)
+{
+  int err = 0;
+
+  if (next->can_write (next) != 1 || next->can_flush (next) != 1)
+    return 0;
+  next_backend_lock ();
+  int r = next->flush (next, 0, &err);
+  next_backend_unlock ();
+  if (r == -1)
+    {
+      nbdkit_error ("hhc: flushing the plugin at disconnect: %s",
+                    strerror (err ? err : EIO));
+      return -1;
+    }
+  return 0;
 }
 
 static int
@@ -522,6 +558,7 @@ static struct nbdkit_filter filter = {
   .after_fork = hhc_after_fork,
   .cleanup = hhc_cleanup,
   .open = hhc_open_conn,
+  .finalize = hhc_finalize,
   .get_size = hhc_get_size,
   .block_size = hhc_block_size,
   .can_multi_conn = hhc_can_multi_conn,

@@ -23,6 +23,20 @@ serial_unlock (bool *locked)
     pthread_mutex_unlock (&serial_lock);
 }
 
+void
+next_backend_lock (void)
+{
+  if (next_backend_serialize)
+    pthread_mutex_lock (&serial_lock);
+}
+
+void
+next_backend_unlock (void)
+{
+  if (next_backend_serialize)
+    pthread_mutex_unlock (&serial_lock);
+}
+
 /* Hold serial_lock to the end of the scope when serialising. */
 #define SERIAL_SCOPE                                                           \
   bool serial_locked __attribute__ ((cleanup (serial_unlock)))                 \
@@ -126,6 +140,7 @@ next_backend_probe (nbdkit_next *next, struct hhc_backend_info *info)
   info->can_trim = next->can_trim (next) == 1;
   info->can_zero = next->can_zero (next) > 0;
   info->can_fua = next->can_fua (next) != NBDKIT_FUA_NONE;
+  info->multi_conn = next->can_multi_conn (next) == 1;
   if (next->block_size (next, &minimum, &preferred, &maximum) == -1)
     return -1;
   info->size = size;

@@ -13,6 +13,10 @@
  */
 extern bool next_backend_serialize;
 
+/* Take / drop the serialising lock (no-ops unless serialising). */
+void next_backend_lock (void);
+void next_backend_unlock (void);
+
 /* Ops whose ctx is an nbdkit_next *. */
 extern const struct hhc_backend_ops next_backend_ops;
 

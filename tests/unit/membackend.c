@@ -119,6 +119,7 @@ membackend_info (struct membackend *mb, uint32_t preferred_block,
     .can_trim = true,
     .can_zero = true,
     .can_fua = true,
+    .multi_conn = true,
   };
   return info;
 }

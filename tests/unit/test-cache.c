@@ -908,7 +908,7 @@ test_inv3_clean_after_flush (void **state)
     }
   /* One extent fails: its blocks stay dirty, the others clean. */
   membackend_fail_next (e.mb, MB_OP_WRITE, 1);
-  assert_true (flusher_batch (e.vol, e.mb, 1) < 0);
+  assert_true (flusher_batch (e.vol, e.mb, 1) > 0); /* the others: progress */
   hhc_get_counts (e.vol, &c);
   assert_true (c.dirty > 0 && c.dirty < 10);
   for (uint64_t l = 0; l < 10; l++)

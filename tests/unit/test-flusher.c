@@ -538,6 +538,53 @@ test_generation_race (void **state)
   env_free (&e);
 }
 
+/* A trim elsewhere in the volume while a block is written back does
+ * not stop that block from becoming clean (steady discards must not
+ * stop write-back); the trim is tracked by block range.
+ */
+static void
+test_trim_elsewhere_during_writeback (void **state)
+{
+  struct env e;
+  struct gate g;
+  struct batch_arg a;
+  pthread_t th;
+
+  env_init (&e, 64, 1 << 20, 0);
+  env_open (&e);
+  gate_init (&g);
+  write_v (&e, 7, 1);
+  write_v (&e, 200, 1);
+  membackend_set_hook (e.mb, MB_OP_WRITE, gate_backend_hook, &g);
+  gate_arm (&g, 7 * BS, 8 * BS);
+  a = (struct batch_arg){ e.vol, e.mb, 0 };
+  assert_int_equal (pthread_create (&th, NULL, batch_thread, &a), 0);
+  assert_true (gate_wait_entered (&g));
+  /* First without a trim: both blocks are cleaned. */
+  assert_true (active_of (e.vol, 7) & ACT_WB);
+  gate_open (&g);
+  assert_true (test_join (th, TIMEOUT_MS));
+  membackend_set_hook (e.mb, MB_OP_WRITE, NULL, NULL);
+  assert_int_equal (dirty (&e), 0);
+
+  /* Again, with a trim of another block in the middle. */
+  write_v (&e, 7, 2);
+  membackend_set_hook (e.mb, MB_OP_WRITE, gate_backend_hook, &g);
+  gate_arm (&g, 7 * BS, 8 * BS);
+  a = (struct batch_arg){ e.vol, e.mb, 0 };
+  assert_int_equal (pthread_create (&th, NULL, batch_thread, &a), 0);
+  assert_true (gate_wait_entered (&g));
+  assert_int_equal (hhc_trim (e.vol, e.mb, BS, 200 * BS, false), 0);
+  gate_open (&g);
+  assert_true (test_join (th, TIMEOUT_MS));
+  membackend_set_hook (e.mb, MB_OP_WRITE, NULL, NULL);
+  assert_int_equal (a.result, 1);
+  assert_int_equal (dirty (&e), 0);
+  assert_true (backend_has (&e, true, 7, 2));
+  gate_destroy (&g);
+  env_free (&e);
+}
+
 /* A client write that claimed a block (ACT_BUSY) while the block was
  * being written back must keep its claim until it finishes: the end of
  * the write-back batch (flusher.c finish_block) may not clear it.
@@ -911,6 +958,7 @@ main (void)
     cmocka_unit_test (test_start_drains_in_wt),
     cmocka_unit_test (test_generation_race),
     cmocka_unit_test (test_busy_survives_writeback),
+    cmocka_unit_test (test_trim_elsewhere_during_writeback),
     cmocka_unit_test (test_batch_counts_only_cleaned),
     cmocka_unit_test (test_backend_errors),
     cmocka_unit_test (test_backoff_grows),
