@@ -101,6 +101,10 @@ void hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt,
 void hhc_log (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
+/* *ts = now + ms on CLOCK_REALTIME (for pthread_cond_timedwait). */
+struct timespec;
+void hhc_deadline (struct timespec *ts, unsigned ms);
+
 /* Monotonic time in nanoseconds. */
 uint64_t hhc_now_ns (void);
 

@@ -324,14 +324,7 @@ nap (struct hhc_flusher *f, unsigned ms)
 
   if (f->kicked || f->stop)
     return;
-  clock_gettime (CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000;
-  if (ts.tv_nsec >= 1000000000)
-    {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
+  hhc_deadline (&ts, ms);
   pthread_cond_timedwait (&f->cond, &f->lock, &ts);
 }
 

@@ -43,6 +43,19 @@ hhc_now_ns (void)
   return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void
+hhc_deadline (struct timespec *ts, unsigned ms)
+{
+  clock_gettime (CLOCK_REALTIME, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000;
+  if (ts->tv_nsec >= 1000000000)
+    {
+      ts->tv_sec++;
+      ts->tv_nsec -= 1000000000;
+    }
+}
+
 void *
 hhc_alloc_aligned (size_t size)
 {

@@ -91,23 +91,26 @@ vol_wake_waiters (struct hhc_volume *vol)
   hhc_unlock (&vol->wait_lock);
 }
 
+/* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
+ * ended); callers re-check their condition.
+ */
+static void
+wait_a_little (struct hhc_volume *vol)
+{
+  struct timespec ts;
+
+  hhc_deadline (&ts, 50);
+  hhc_lock (&vol->wait_lock);
+  pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
+  hhc_unlock (&vol->wait_lock);
+}
+
 /* Wait (bounded) for the flusher to free or clean slots. */
 static void
 wait_for_flusher (struct hhc_volume *vol)
 {
-  struct timespec ts;
-
   flusher_kick (&vol->flusher);
-  clock_gettime (CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 50 * 1000000;
-  if (ts.tv_nsec >= 1000000000)
-    {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-  hhc_lock (&vol->wait_lock);
-  pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
-  hhc_unlock (&vol->wait_lock);
+  wait_a_little (vol);
 }
 
 /* Wait until no trim/zero/pt write covering lba is running. */
@@ -115,19 +118,7 @@ static void
 wait_passdowns (struct hhc_volume *vol, uint64_t lba)
 {
   while (vol_passdown_running (vol, lba))
-    {
-      struct timespec ts;
-      clock_gettime (CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 50 * 1000000;
-      if (ts.tv_nsec >= 1000000000)
-        {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000;
-        }
-      hhc_lock (&vol->wait_lock);
-      pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
-      hhc_unlock (&vol->wait_lock);
-    }
+    wait_a_little (vol);
 }
 
 static uint64_t
