@@ -12,7 +12,7 @@
  *
  * State page (two copies, A at 4 KiB and B at 8 KiB; a write goes to
  * the older copy, the newer valid one counts):
- *   0 u32 magic "HHST"  4 u32 clean (1: closed cleanly)  8 u64 seq
+ *   0 u32 magic "HHST"  4 u32 enum cache_state  8 u64 seq
  *   16 uuid[0..7]       24 u32 crc32c (computed with this field 0)
  *
  * Metadata page header (little-endian):
@@ -251,14 +251,15 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
 
 /* Write copy `copy` of the state page. */
 static int
-write_state_copy (struct hhc_cache *c, int copy, bool clean, uint64_t seq)
+write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
+                  uint64_t seq)
 {
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
 
   if (pg == NULL)
     return ENOMEM;
   put32 (pg, STATE_MAGIC);
-  put32 (pg + 4, clean);
+  put32 (pg + 4, state);
   put64 (pg + 8, seq);
   memcpy (pg + 16, c->uuid, 8);
   put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
@@ -267,10 +268,10 @@ write_state_copy (struct hhc_cache *c, int copy, bool clean, uint64_t seq)
 }
 
 int
-cache_read_state (struct hhc_cache *c, bool *clean)
+cache_read_state (struct hhc_cache *c, enum cache_state *state)
 {
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
-  bool cl[2] = { false, false };
+  uint32_t st[2] = { CACHE_IN_USE, CACHE_IN_USE };
   int r;
 
   if (pg == NULL)
@@ -288,22 +289,22 @@ cache_read_state (struct hhc_cache *c, bool *clean)
           && crc32c (0, pg, CACHE_PAGE) == crc)
         {
           c->state_seq[i] = get64 (pg + 8);
-          cl[i] = get32 (pg + 4) == 1;
+          st[i] = get32 (pg + 4);
+          if (st[i] > CACHE_IN_USE_WB)
+            st[i] = CACHE_IN_USE; /* unknown: the safe side */
         }
     }
-  /* No valid copy: treat as not cleanly closed (the safe side). */
-  *clean = c->state_seq[0] >= c->state_seq[1] ? cl[0] : cl[1];
-  if (c->state_seq[0] == 0 && c->state_seq[1] == 0)
-    *clean = false;
+  /* No valid copy: in use, clean blocks untrusted (the safe side). */
+  *state = c->state_seq[0] >= c->state_seq[1] ? st[0] : st[1];
   return 0;
 }
 
 int
-cache_write_state (struct hhc_cache *c, bool clean)
+cache_write_state (struct hhc_cache *c, enum cache_state state)
 {
   int copy = c->state_seq[0] <= c->state_seq[1] ? 0 : 1;
   uint64_t seq = HHC_MAX (c->state_seq[0], c->state_seq[1]) + 1;
-  int r = write_state_copy (c, copy, clean, seq);
+  int r = write_state_copy (c, copy, state, seq);
 
   if (r == 0)
     r = dev_sync (c->dev);
@@ -331,7 +332,7 @@ cache_format (struct hhc_cache *c, const char *identity)
       || (r = dev_sync (c->dev)) != 0
       || (r = write_blank_copy (c, 0, false)) != 0
       || (r = write_blank_copy (c, 1, true)) != 0
-      || (r = write_state_copy (c, 0, true, 1)) != 0
+      || (r = write_state_copy (c, 0, CACHE_CLOSED, 1)) != 0
       || (r = dev_pwrite (c->dev, sb, CACHE_PAGE, STATE_OFF + CACHE_PAGE)) != 0
       || (r = dev_sync (c->dev)) != 0)
     goto fail;

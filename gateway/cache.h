@@ -95,15 +95,23 @@ int cache_read_super (struct hhc_cache *c, char *identity, size_t idlen);
 /* Format the device (destroys its contents) for this geometry. */
 int cache_format (struct hhc_cache *c, const char *identity);
 
-/* Clean-shutdown flag.  A cache not closed cleanly may hold clean
- * blocks whose data differs from the backend's durable data (an
- * in-place write or a backend write that a crash cut short), so the
- * volume drops its clean blocks after an unclean stop; dirty blocks
- * are authoritative and kept.  read: from the newer valid copy
- * (none valid: not clean); write: over the older copy, then sync.
+/* The state page: was the cache closed cleanly, and if not, can its
+ * clean blocks be trusted?  A clean block is trusted when its data is
+ * the backend's durable data.  In wb that always holds (clean blocks
+ * are copied on write; a fill does not cache a block whose region had
+ * a trim/zero not yet flushed on the backend).  In wt and pt it may
+ * not: a crash can lose a backend write that the cache already holds.
+ * So after an unclean stop in wt/pt the clean blocks are dropped;
+ * dirty blocks are always kept.  read: the newer valid copy (none
+ * valid: CACHE_IN_USE); write: over the older copy, then sync.
  */
-int cache_read_state (struct hhc_cache *c, bool *clean);
-int cache_write_state (struct hhc_cache *c, bool clean);
+enum cache_state {
+  CACHE_IN_USE = 0,    /* open (or crashed): clean blocks untrusted */
+  CACHE_CLOSED = 1,    /* closed cleanly: everything trusted */
+  CACHE_IN_USE_WB = 2, /* open in wb: clean blocks trusted */
+};
+int cache_read_state (struct hhc_cache *c, enum cache_state *state);
+int cache_write_state (struct hhc_cache *c, enum cache_state state);
 
 /* Allocate RAM structures for the geometry in c (after format or
  * read_super); idx must be initialised for c->nslots.

@@ -234,6 +234,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
   uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
   uint64_t seq = vol_passdown_seq (vol);
   long cleaned = 0;
+  uint64_t fseq;
   int err = 0, ferr;
 
   b.blocks = malloc (BATCH * sizeof *b.blocks);
@@ -267,9 +268,23 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
         (void)finish_block (vol, &b.blocks[i], false, seq);
       goto out;
     }
+  /* Clean blocks are trusted after a crash in wb (cache.h), so no
+   * persisted clean entry may describe older data than the backend
+   * gets now: commit first, making durable the frees of the slots that
+   * copy-on-write replaced.
+   */
+  if ((err = cache_commit (&vol->cache)) != 0)
+    {
+      for (uint32_t i = 0; i < b.nblocks; i++)
+        (void)finish_block (vol, &b.blocks[i], false, seq);
+      goto out;
+    }
   make_extents (&b);
   write_extents (&b, nthreads);
+  fseq = vol_passdown_seq (vol);
   ferr = vol->ops->flush (bctx);
+  if (ferr == 0 && vol->info.multi_conn)
+    vol_backend_flushed (vol, fseq);
   for (uint32_t i = 0; i < b.nextents; i++)
     if (b.ext[i].err && !err)
       err = b.ext[i].err;

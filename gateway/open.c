@@ -175,7 +175,7 @@ format:
   return format_cache (vol);
 }
 
-/* Free every clean slot (after an unclean stop; see cache_read_state). */
+/* Free every clean slot (after an unclean stop in pt/wt). */
 static uint32_t
 drop_clean (struct hhc_volume *vol)
 {
@@ -193,29 +193,33 @@ drop_clean (struct hhc_volume *vol)
   return n;
 }
 
-/* After load: drop clean blocks if the last run did not close cleanly,
- * make the result durable (also duplicates resolved by the load), and
- * mark the cache "in use" before any I/O.
+/* After load: drop clean blocks if the last run crashed in a mode
+ * whose clean blocks cannot be trusted (see enum cache_state), make the
+ * result durable (also duplicates resolved by the load), and mark the
+ * cache "in use" before any I/O.
  */
 static int
 settle_after_load (struct hhc_volume *vol)
 {
-  bool clean;
-  int r = cache_read_state (&vol->cache, &clean);
+  enum cache_state state;
+  int r = cache_read_state (&vol->cache, &state);
 
   if (r)
     return r;
-  if (!clean)
+  if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);
       hhc_log (vol->conf.log, HHC_LOG_INFO,
-               "%s: the cache was not closed cleanly: dropped %u clean "
-               "blocks, kept %" PRIu64 " dirty blocks",
+               "%s: the cache was not closed cleanly after a run in pt or "
+               "wt mode: dropped %u clean blocks, kept %" PRIu64
+               " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
   r = cache_commit (&vol->cache);
   if (r == 0)
-    r = cache_write_state (&vol->cache, false);
+    r = cache_write_state (&vol->cache, vol->conf.mode == HHC_MODE_WB
+                                            ? CACHE_IN_USE_WB
+                                            : CACHE_IN_USE);
   return r;
 }
 
@@ -430,7 +434,7 @@ hhc_close (struct hhc_volume *vol)
                    == __atomic_load_n (&vol->be_flushed, __ATOMIC_ACQUIRE);
   r = cache_commit (&vol->cache);
   if (r == 0 && be_ok)
-    r = cache_write_state (&vol->cache, true);
+    r = cache_write_state (&vol->cache, CACHE_CLOSED);
   if (r2)
     hhc_log (vol->conf.log, HHC_LOG_ERROR,
              "close: flushing the backend: %s (the cache stays marked "

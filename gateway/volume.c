@@ -225,6 +225,32 @@ running_on (struct hhc_volume *vol, uint64_t lba)
   return false;
 }
 
+void
+vol_backend_flushed (struct hhc_volume *vol, uint64_t seq)
+{
+  uint64_t f = load64 (&vol->pd_flushed);
+
+  while (f < seq
+         && !__atomic_compare_exchange_n (&vol->pd_flushed, &f, seq, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    ;
+}
+
+/* Did a passdown on lba's region end after the last backend flush?
+ * Then the backend may still lose it: a fill must not cache the block
+ * (its clean entry would not be the backend's durable data).
+ */
+static bool
+passdown_unflushed (struct hhc_volume *vol, uint64_t lba)
+{
+  uint64_t f = load64 (&vol->pd_flushed);
+
+  if (load64 (&vol->pd_seq) <= f)
+    return false; /* fast path: nothing since the last flush */
+  HHC_SCOPED_LOCK (&vol->pd_lock);
+  return vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > f;
+}
+
 bool
 vol_passdown_running (struct hhc_volume *vol, uint64_t lba)
 {
@@ -323,7 +349,7 @@ claim_fill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
   uint32_t t;
 
   if (index_lookup (&vol->idx, lba) != HHC_NIL
-      || vol_passdown_since (vol, seq, lba))
+      || vol_passdown_since (vol, seq, lba) || passdown_unflushed (vol, lba))
     return HHC_NIL;
   t = cache_alloc_slot (&vol->cache);
   if (t != HHC_NIL)
@@ -454,7 +480,60 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
   return r;
 }
 
-/* Write into a cached block (claimed BUSY by the caller). */
+/* A wb write to a clean block: copy-on-write into a new slot.  The
+ * persisted clean entry keeps describing the old slot, whose data is
+ * the backend's, until the new dirty entry is committed: so a clean
+ * entry never holds data the backend lacks, and clean blocks can be
+ * kept after a crash.  s is claimed BUSY; EAGAIN (s released) when no
+ * free slot is left: the caller waits for the flusher and retries.
+ */
+static int
+write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
+                 uint64_t lba, const char *buf, uint32_t off, uint32_t len)
+{
+  uint32_t t = cache_alloc_slot (&vol->cache);
+  HHC_CLEANUP_FREE char *blk = NULL;
+  const char *data = buf;
+  int r = 0;
+
+  if (t != HHC_NIL && len < vol->bs)
+    {
+      blk = hhc_alloc_aligned (vol->bs);
+      r = blk ? cache_read_slot (&vol->cache, s, blk, 0, vol->bs) : ENOMEM;
+      if (r == 0)
+        memcpy (blk + off, buf, len);
+      data = blk;
+    }
+  if (t != HHC_NIL && r == 0)
+    r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
+
+  hhc_lock (&st->lock);
+  if (t == HHC_NIL || r)
+    {
+      if (t != HHC_NIL)
+        cache_unalloc_slot (&vol->cache, t);
+      clear_flags (st, s, ACT_BUSY);
+      hhc_unlock (&st->lock);
+      return t == HHC_NIL ? EAGAIN : r;
+    }
+  /* The new slot takes the block's place; the old one is freed. */
+  index_remove (&vol->idx, s);
+  lru_remove (&vol->lru, s);
+  cache_set_state (&vol->cache, s, SLOT_FREE);
+  cache_release_slot (&vol->cache, s);
+  active_set (st, s, 0);
+  index_insert (&vol->idx, t, lba);
+  publish_locked (vol, t, SLOT_DIRTY);
+  lru_touch (&vol->lru, t); /* accessed: back to hot when cleaned */
+  hhc_unlock (&st->lock);
+  return 0;
+}
+
+/* Write into a cached block (claimed BUSY by the caller).  wb: a dirty
+ * block is rewritten in place, a clean one copied on write; wt: the
+ * backend, then the slot in place (clean blocks are not trusted after
+ * a crash in wt, see open.c).
+ */
 static int
 write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
            uint32_t s, uint64_t lba, const char *buf, uint32_t off,
@@ -465,6 +544,8 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
   int r = 0;
 
   stat_add (&vol->stats.write_hits, 1);
+  if (!wt && state == SLOT_CLEAN)
+    return write_clean_cow (vol, st, s, lba, buf, off, len);
   if (wt)
     r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
   if (r == 0)
@@ -477,12 +558,6 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
       /* The slot may now differ from the backend: drop it. */
       if (active_get (st, s) == 0)
         invalidate_locked (vol, s);
-    }
-  else if (r == 0 && !wt && state == SLOT_CLEAN)
-    {
-      cache_set_state (&vol->cache, s, SLOT_DIRTY);
-      __atomic_fetch_add (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
-      lru_make_dirty (&vol->lru, s);
     }
   else if (r == 0)
     lru_touch (&vol->lru, s);
@@ -556,7 +631,11 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
           f = active_get (st, s);
           active_set (st, s, f | ACT_BUSY | (f & ACT_WB ? ACT_REDIRTY : 0));
           hhc_unlock (&st->lock);
-          return write_hit (vol, bctx, st, s, lba, buf, off, len, fua);
+          r = write_hit (vol, bctx, st, s, lba, buf, off, len, fua);
+          if (r != EAGAIN)
+            return r;
+          s = HHC_NIL; /* no free slot for the copy: wait below */
+          goto stall;
         }
       s = cache_alloc_slot (&vol->cache);
       if (s != HHC_NIL)
@@ -565,6 +644,7 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
           active_set (st, s, ACT_BUSY);
         }
       hhc_unlock (&st->lock);
+stall:
       if (s == HHC_NIL)
         {
           if ((r = cache_failed (vol)) != 0)
@@ -587,7 +667,8 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
  * dirty block's, which a FLUSH may have covered.)
  */
 static bool
-invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
+invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty,
+                  bool *freed)
 {
   struct hhc_stripe *st = index_stripe (&vol->idx, lba);
   HHC_SCOPED_LOCK (&st->lock);
@@ -598,7 +679,20 @@ invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
   if (keep_dirty && slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
     return true;
   invalidate_locked (vol, s);
+  *freed = true;
   return false;
+}
+
+/* Before a passdown changes the backend: in wb, clean blocks are
+ * trusted after a crash, so the frees of the blocks it invalidated
+ * must be durable before the backend can hold the new data.
+ */
+static int
+commit_invalidations (struct hhc_volume *vol, bool freed)
+{
+  if (!freed || vol->conf.mode != HHC_MODE_WB)
+    return 0;
+  return cache_commit (&vol->cache);
 }
 
 /* Writes stall (never fail) while dirty blocks are at dirty-max. */
@@ -669,8 +763,10 @@ write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
   uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
   unsigned pd = passdown_begin (vol, first, last);
 
+  bool freed = false;
+
   for (uint64_t b = first; b < last; b++)
-    invalidate_block (vol, b, false);
+    invalidate_block (vol, b, false, &freed);
   r = vol->ops->pwrite (bctx, buf, count, offset, false);
   if (r)
     stat_add (&vol->stats.backend_errors, 1);
@@ -719,6 +815,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
 {
   uint64_t w = load64 (&vol->be_written);
   uint64_t f = load64 (&vol->be_flushed);
+  uint64_t seq = vol_passdown_seq (vol); /* after w: covers all it counts */
   int r;
 
   /* Without multi-conn a flush covers only its own connection's
@@ -732,6 +829,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
       stat_add (&vol->stats.backend_errors, 1);
       return r;
     }
+  vol_backend_flushed (vol, seq);
   while (f < w
          && !__atomic_compare_exchange_n (&vol->be_flushed, &f, w, false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -838,9 +936,13 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
       uint64_t first = start / vol->bs;
       uint64_t last = (end + vol->bs - 1) / vol->bs;
       unsigned pd = passdown_begin (vol, first, last);
+      bool freed = false;
       for (uint64_t b = first; b < last; b++)
-        if (invalidate_block (vol, b, keep) && u64_vec_append (&kept, b))
+        if (invalidate_block (vol, b, keep, &freed)
+            && u64_vec_append (&kept, b))
           r = ENOMEM;
+      if (r == 0)
+        r = commit_invalidations (vol, freed);
       if (r == 0)
         r = passdown_op (vol, bctx, zero, end - start, start);
       if (r)

@@ -64,9 +64,11 @@ struct hhc_volume {
    * answer "yes" more often).
    */
   uint64_t pd_done[PD_HASH];
-  uint64_t pd_next;   /* last sequence number given out */
-  uint64_t pd_seq;    /* atomic: copy of pd_next for the fast path */
-  uint64_t pd_active; /* atomic: passdowns running */
+  uint64_t pd_next;    /* last sequence number given out */
+  uint64_t pd_seq;     /* atomic: copy of pd_next for the fast path */
+  uint64_t pd_flushed; /* atomic: passdowns that ended at or before this
+                        * sequence number are durable on the backend */
+  uint64_t pd_active;  /* atomic: passdowns running */
 
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
@@ -82,6 +84,11 @@ struct hhc_volume {
 uint64_t vol_passdown_seq (struct hhc_volume *vol);
 /* Did a passdown covering block lba run at any time since seq? */
 bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
+/* A backend flush that started when the passdown sequence number was
+ * seq completed (called by whoever flushed).
+ */
+void vol_backend_flushed (struct hhc_volume *vol, uint64_t seq);
+
 /* Is a passdown covering block lba running now? */
 bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);
 

@@ -1068,6 +1068,46 @@ test_clean_rewrite_then_crash (void **state)
               (long long)first, (long long)after_evict);
 }
 
+/* After a crash, a wb cache keeps its clean blocks (they are trusted:
+ * copy-on-write, commits before write-back); a wt cache drops them (a
+ * crash may have lost a backend write the cache holds) but keeps dirty
+ * ones.
+ */
+static void
+check_warm_after_crash (enum hhc_mode mode, bool want_warm)
+{
+  struct env e;
+  struct hhc_counts c;
+
+  env_init (&e, 64, 1 << 20, true);
+  e.conf.mode = mode;
+  env_open_ok (&e);
+  for (uint64_t l = 0; l < 8; l++)
+    assert_true (read_v (&e, l) >= 0); /* fills: clean */
+  assert_int_equal (hhc_flush (e.vol, e.mb), 0);
+  env_crash_restart (&e, keep_all);
+  env_open_ok (&e);
+  hhc_get_counts (e.vol, &c);
+  assert_int_equal (c.clean, want_warm ? 8 : 0);
+  for (uint64_t l = 0; l < 8; l++)
+    assert_true (read_v (&e, l) >= 0);
+  hhc_get_counts (e.vol, &c);
+  assert_int_equal (c.read_hits, want_warm ? 8 : 0);
+  env_free (&e);
+}
+
+static void
+test_warm_after_crash_wb (void **state)
+{
+  check_warm_after_crash (HHC_MODE_WB, true);
+}
+
+static void
+test_cold_after_crash_wt (void **state)
+{
+  check_warm_after_crash (HHC_MODE_WT, false);
+}
+
 /* ---- after the cache device failed ----
  *
  * A device that failed a sync may have lost writes that it had
@@ -1192,6 +1232,8 @@ main (void)
     cmocka_unit_test (test_inv4_flush_durable),
     cmocka_unit_test (test_inv4_fua_durable),
     cmocka_unit_test (test_clean_rewrite_then_crash),
+    cmocka_unit_test (test_warm_after_crash_wb),
+    cmocka_unit_test (test_cold_after_crash_wt),
     cmocka_unit_test (test_failed_cache_no_stale_writeback),
     cmocka_unit_test (test_ram_per_block),
   };

@@ -1,0 +1,52 @@
+/* A pool of iSCSI sessions to one LUN, and the retrying command runner.
+ *
+ * Every session is one struct iscsi_context, used by one thread at a
+ * time: pool_exec takes a free session (waiting for one if all are
+ * busy), runs the command, and gives it back.  The pool's own mutex is
+ * taken inside; callers hold no lock.
+ */
+#ifndef HHCISCSI_POOL_H
+#define HHCISCSI_POOL_H
+
+#include <stdint.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+/* Where and how to log in.  Filled in by .config; read-only after. */
+struct pool_conf {
+  char *portal;    /* host:port or [v6]:port */
+  char *target;    /* target IQN */
+  char *initiator; /* our IQN */
+  char *user;      /* CHAP user, or NULL */
+  char *password;  /* CHAP secret, or NULL: never logged */
+  int lun;
+  int timeout;       /* seconds per command, 0 = none */
+  unsigned sessions; /* pool size */
+  unsigned attempts; /* tries per command, including the first */
+};
+
+/* Issue one synchronous command on CTX to LUN; ARG is the caller's. */
+typedef struct scsi_task *(*pool_issue_fn) (struct iscsi_context *ctx, int lun,
+                                            void *arg);
+
+/* Allocate the pool and log in every session.  On error the reason has
+ * been reported with nbdkit_error and -1 is returned.
+ */
+int pool_start (const struct pool_conf *conf);
+
+/* Log out and free every session. */
+void pool_stop (void);
+
+/* Run ISSUE (named WHAT in messages) on a free session, reconnecting
+ * and retrying up to conf->attempts times.  On success *TASK holds the
+ * good task (free it with scsi_free_scsi_task) and 0 is returned; on
+ * failure the error has been reported, errno is set and -1 returned.
+ */
+int pool_exec (const char *what, pool_issue_fn issue, void *arg,
+               struct scsi_task **task);
+
+/* Number of reconnections done since start (for tests and debug). */
+unsigned pool_reconnects (void);
+
+#endif /* HHCISCSI_POOL_H */
