@@ -550,9 +550,11 @@ probe_identity (void)
     {
       struct scsi_inquiry_unit_serial_number *sn = scsi_datain_unmarshall (t);
       size_t o = strlen (id);
-      if (sn->usn && sn->usn[0])
-        snprintf (id + o, sizeof id - o, "%sserial=%.64s", o ? " " : "",
-                  sn->usn);
+      const char *u = sn->usn ? sn->usn : "";
+      while (*u == ' ') /* SPC pads the serial with leading spaces */
+        u++;
+      if (*u)
+        snprintf (id + o, sizeof id - o, "%sserial=%.64s", o ? " " : "", u);
       scsi_free_scsi_task (t);
     }
   if (id[0] == '\0')
@@ -645,7 +647,7 @@ hhciscsi_can_trim (void *h)
 static int
 hhciscsi_can_zero (void *h)
 {
-  return lun.lbpws ? NBDKIT_ZERO_NATIVE : NBDKIT_ZERO_EMULATE;
+  return lun.lbpws; /* else nbdkit writes zeroes with .pwrite */
 }
 
 static int

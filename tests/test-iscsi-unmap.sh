@@ -1,2 +1,28 @@
 #!/usr/bin/env bash
-exit 77
+# hhciscsi: on a thin-provisioned tgt LUN, trim is offered and UNMAP
+# deallocates: the trimmed range of the backing file reads as zeroes
+# (tgt punches a hole).  On a thick LUN trim is not offered.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh nbdinfo
+make_tmpdir
+source "$(dirname "$0")/tgtd.sh"
+plugin=$(plugin)
+
+start_tgtd
+head -c 8M /dev/urandom >"$tmp/lun.img"
+add_lun iqn.2026-01.test:thin "$tmp/lun.img" thin_provisioning=1
+
+start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "$plugin" "$(tgt_url)"
+nbdsh -u "$(nbd_uri "$tmp/n.sock")" \
+  -c 'assert h.can_trim()' \
+  -c 'h.trim(1 << 20, 1 << 20)' \
+  -c 'h.flush()' \
+  -c 'assert h.pread(1 << 20, 1 << 20) == bytes(1 << 20)'
+stop_nbdkit "$tmp/n.pid"
+python3 -c "
+f = open('$tmp/lun.img', 'rb'); f.seek(1 << 20)
+assert f.read(1 << 20) == bytes(1 << 20), 'trimmed range not zero'
+f.seek(0); assert f.read(1 << 20) != bytes(1 << 20), 'untrimmed range lost'
+" || fail "UNMAP did not zero the backing file's range"
