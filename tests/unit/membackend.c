@@ -27,6 +27,7 @@
 
 #include "cache.h"
 #include "crc32c.h"
+#include "common.h"
 #include "membackend.h"
 
 /* ------------------------------------------------------------------ */
@@ -183,14 +184,7 @@ membackend_reset_counts (struct membackend *mb)
 void
 test_deadline (struct timespec *ts, unsigned ms)
 {
-  clock_gettime (CLOCK_REALTIME, ts);
-  ts->tv_sec += ms / 1000;
-  ts->tv_nsec += (long)(ms % 1000) * 1000000;
-  if (ts->tv_nsec >= 1000000000)
-    {
-      ts->tv_sec++;
-      ts->tv_nsec -= 1000000000;
-    }
+  hhc_deadline (ts, ms); /* the core's helper (common.h) */
 }
 
 bool
@@ -1030,37 +1024,34 @@ metacheck_free (struct metacheck *m)
   free (m);
 }
 
-uint64_t
-metacheck_violations (struct metacheck *m)
+/* A counter of m, read under its lock. */
+static uint64_t
+metacheck_get (struct metacheck *m, const uint64_t *counter)
 {
   uint64_t v;
 
   pthread_mutex_lock (&m->lock);
-  v = m->violations;
+  v = *counter;
   pthread_mutex_unlock (&m->lock);
   return v;
+}
+
+uint64_t
+metacheck_violations (struct metacheck *m)
+{
+  return metacheck_get (m, &m->violations);
 }
 
 uint64_t
 metacheck_checked (struct metacheck *m)
 {
-  uint64_t v;
-
-  pthread_mutex_lock (&m->lock);
-  v = m->checked;
-  pthread_mutex_unlock (&m->lock);
-  return v;
+  return metacheck_get (m, &m->checked);
 }
 
 uint64_t
 metacheck_tears (struct metacheck *m)
 {
-  uint64_t v;
-
-  pthread_mutex_lock (&m->lock);
-  v = m->tears;
-  pthread_mutex_unlock (&m->lock);
-  return v;
+  return metacheck_get (m, &m->tears);
 }
 
 void
