@@ -206,6 +206,7 @@ settle_after_load (struct hhc_volume *vol)
 
   if (r)
     return r;
+  vol->loaded_state = state;
   if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);
@@ -401,6 +402,16 @@ hhc_start (struct hhc_volume *vol, void *bctx)
                    "writing back dirty blocks: %s", strerror (r));
           return r;
         }
+    }
+  /* After a crash the backend may still hold writes of the last run
+   * that it has not made durable (the process died, not the backend):
+   * flush them before fills can cache that data as clean.
+   */
+  if (vol->loaded_state != CACHE_CLOSED && (r = vol->ops->flush (bctx)) != 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "flushing the backend after an unclean stop: %s", strerror (r));
+      return r;
     }
   r = flusher_start (&vol->flusher, vol, bctx);
   if (r)

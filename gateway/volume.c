@@ -484,12 +484,13 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
  * persisted clean entry keeps describing the old slot, whose data is
  * the backend's, until the new dirty entry is committed: so a clean
  * entry never holds data the backend lacks, and clean blocks can be
- * kept after a crash.  s is claimed BUSY; EAGAIN (s released) when no
- * free slot is left: the caller waits for the flusher and retries.
+ * kept after a crash.  s is claimed BUSY; *no_slot (s released) when
+ * no free slot is left: the caller waits for the flusher and retries.
  */
 static int
 write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
-                 uint64_t lba, const char *buf, uint32_t off, uint32_t len)
+                 uint64_t lba, const char *buf, uint32_t off, uint32_t len,
+                 bool *no_slot)
 {
   uint32_t t = cache_alloc_slot (&vol->cache);
   HHC_CLEANUP_FREE char *blk = NULL;
@@ -514,7 +515,8 @@ write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
         cache_unalloc_slot (&vol->cache, t);
       clear_flags (st, s, ACT_BUSY);
       hhc_unlock (&st->lock);
-      return t == HHC_NIL ? EAGAIN : r;
+      *no_slot = t == HHC_NIL;
+      return r;
     }
   /* The new slot takes the block's place; the old one is freed. */
   index_remove (&vol->idx, s);
@@ -537,7 +539,7 @@ write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
 static int
 write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
            uint32_t s, uint64_t lba, const char *buf, uint32_t off,
-           uint32_t len, bool fua)
+           uint32_t len, bool fua, bool *no_slot)
 {
   bool wt = vol->conf.mode == HHC_MODE_WT;
   enum slot_state state = slot_state (&vol->idx.slots[s]);
@@ -545,7 +547,7 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
 
   stat_add (&vol->stats.write_hits, 1);
   if (!wt && state == SLOT_CLEAN)
-    return write_clean_cow (vol, st, s, lba, buf, off, len);
+    return write_clean_cow (vol, st, s, lba, buf, off, len, no_slot);
   if (wt)
     r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
   if (r == 0)
@@ -631,8 +633,9 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
           f = active_get (st, s);
           active_set (st, s, f | ACT_BUSY | (f & ACT_WB ? ACT_REDIRTY : 0));
           hhc_unlock (&st->lock);
-          r = write_hit (vol, bctx, st, s, lba, buf, off, len, fua);
-          if (r != EAGAIN)
+          bool no_slot = false;
+          r = write_hit (vol, bctx, st, s, lba, buf, off, len, fua, &no_slot);
+          if (!no_slot)
             return r;
           s = HHC_NIL; /* no free slot for the copy: wait below */
           goto stall;
@@ -667,8 +670,7 @@ stall:
  * dirty block's, which a FLUSH may have covered.)
  */
 static bool
-invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty,
-                  bool *freed)
+invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
 {
   struct hhc_stripe *st = index_stripe (&vol->idx, lba);
   HHC_SCOPED_LOCK (&st->lock);
@@ -679,22 +681,21 @@ invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty,
   if (keep_dirty && slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
     return true;
   invalidate_locked (vol, s);
-  *freed = true;
   return false;
 }
 
 /* Before a passdown changes the backend: in wb, clean blocks are
- * trusted after a crash, so the frees of the blocks it invalidated
- * must be durable before the backend can hold the new data.
+ * trusted after a crash, so every free of a clean slot made so far (by
+ * this passdown, an earlier copy-on-write, eviction or passdown) must be
+ * durable before the backend can hold the new data.
  */
 static int
-commit_invalidations (struct hhc_volume *vol, bool freed)
+commit_invalidations (struct hhc_volume *vol)
 {
-  if (!freed || vol->conf.mode != HHC_MODE_WB)
+  if (vol->conf.mode != HHC_MODE_WB)
     return 0;
   return cache_commit (&vol->cache);
 }
-
 /* Writes stall (never fail) while dirty blocks are at dirty-max. */
 static void
 throttle (struct hhc_volume *vol)
@@ -763,10 +764,8 @@ write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
   uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
   unsigned pd = passdown_begin (vol, first, last);
 
-  bool freed = false;
-
   for (uint64_t b = first; b < last; b++)
-    invalidate_block (vol, b, false, &freed);
+    invalidate_block (vol, b, false);
   r = vol->ops->pwrite (bctx, buf, count, offset, false);
   if (r)
     stat_add (&vol->stats.backend_errors, 1);
@@ -829,7 +828,8 @@ flush_backend (struct hhc_volume *vol, void *bctx)
       stat_add (&vol->stats.backend_errors, 1);
       return r;
     }
-  vol_backend_flushed (vol, seq);
+  if (vol->info.multi_conn) /* else it covered only this connection */
+    vol_backend_flushed (vol, seq);
   while (f < w
          && !__atomic_compare_exchange_n (&vol->be_flushed, &f, w, false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -837,9 +837,10 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   return 0;
 }
 
-/* The backend first: a block freed by a trim or zero must not be
- * durably free in the cache while the backend could still lose the
- * operation (the block would read as its older backend data).
+/* FLUSH: the backend (trims, zeros, pt/wt writes made durable), then
+ * the cache (slot data and metadata).  A trim or zero has committed its
+ * frees before it reached the backend (commit_invalidations), so the
+ * order only decides which of the two a failed FLUSH leaves undone.
  */
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
@@ -936,13 +937,11 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
       uint64_t first = start / vol->bs;
       uint64_t last = (end + vol->bs - 1) / vol->bs;
       unsigned pd = passdown_begin (vol, first, last);
-      bool freed = false;
       for (uint64_t b = first; b < last; b++)
-        if (invalidate_block (vol, b, keep, &freed)
-            && u64_vec_append (&kept, b))
+        if (invalidate_block (vol, b, keep) && u64_vec_append (&kept, b))
           r = ENOMEM;
       if (r == 0)
-        r = commit_invalidations (vol, freed);
+        r = commit_invalidations (vol);
       if (r == 0)
         r = passdown_op (vol, bctx, zero, end - start, start);
       if (r)

@@ -73,6 +73,7 @@ struct hhc_volume {
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
 
+  int loaded_state; /* enum cache_state found at open */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
   bool started;
