@@ -70,7 +70,9 @@ add_lun ()
   tgt_iqn=$1
   local file=$2 params=${3:-}
   tgtadm_ --op new --mode target --tid 1 -T "$tgt_iqn"
-  tgtadm_ --op new --mode logicalunit --tid 1 --lun 1 -b "$file"
+  # ${tgt_blocksize}: a logical block size other than 512.
+  tgtadm_ --op new --mode logicalunit --tid 1 --lun 1 -b "$file" \
+    ${tgt_blocksize:+--blocksize="$tgt_blocksize"}
   # Parameters such as thin_provisioning=1 are set with an update.
   [ -z "$params" ] ||
     tgtadm_ --op update --mode logicalunit --tid 1 --lun 1 --params "$params"
