@@ -37,7 +37,10 @@
 #                                read as zeroes
 
 # Debian's python3 is the one with the nbd module nbdsh needs.
-PATH=/usr/bin:$PATH
+# HHC_TEST_PATH_PREFIX (scripts/check's sanitizer stage) goes first: it
+# holds an nbdkit wrapper that preloads ASan/UBSan for the instrumented
+# filter and plugin.
+PATH=${HHC_TEST_PATH_PREFIX:+$HHC_TEST_PATH_PREFIX:}/usr/bin:$PATH
 export PATH
 
 # The test's name, for messages.
