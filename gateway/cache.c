@@ -144,6 +144,7 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
     }
   c->block_size = get32 (sb + 12);
   memcpy (c->uuid, sb + 16, 16);
+  memcpy (c->log_uuid, sb + 32, 16);
   c->volume_size = get64 (sb + 48);
   c->nslots = get32 (sb + 56);
   c->npages = get32 (sb + 60);
@@ -166,24 +167,6 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
   memcpy (identity, sb + 84, idl);
   identity[idl] = '\0';
   return 0;
-}
-
-static void
-make_uuid (uint8_t uuid[16])
-{
-  int fd = open ("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read (fd, uuid, 16) : -1;
-
-  if (fd >= 0)
-    close (fd);
-  if (n != 16) /* fall back to time and address: unique enough */
-    {
-      uint64_t t = hhc_now_ns (), a = (uintptr_t)uuid;
-      memcpy (uuid, &t, 8);
-      memcpy (uuid + 8, &a, 8);
-    }
-  uuid[6] = (uuid[6] & 0x0f) | 0x40;
-  uuid[8] = (uuid[8] & 0x3f) | 0x80;
 }
 
 /* Build page p of the metadata from the slots (page lock held, or no
@@ -327,7 +310,7 @@ cache_format (struct hhc_cache *c, const char *identity)
     return ENOMEM;
   if (idl > CACHE_IDENTITY_MAX)
     idl = CACHE_IDENTITY_MAX;
-  make_uuid (c->uuid);
+  hhc_make_uuid (c->uuid);
   if ((r = dev_pwrite (c->dev, sb, CACHE_PAGE, 0)) != 0
       || (r = dev_sync (c->dev)) != 0
       || (r = write_blank_copy (c, 0, false)) != 0
@@ -342,6 +325,7 @@ cache_format (struct hhc_cache *c, const char *identity)
   put32 (sb + 8, CACHE_VERSION);
   put32 (sb + 12, c->block_size);
   memcpy (sb + 16, c->uuid, 16);
+  memcpy (sb + 32, c->log_uuid, 16);
   put64 (sb + 48, c->volume_size);
   put32 (sb + 56, c->nslots);
   put32 (sb + 60, c->npages);

@@ -49,6 +49,8 @@ struct hhc_cache {
 
   /* Geometry, fixed once formatted. */
   uint8_t uuid[16];
+  uint8_t log_uuid[16]; /* the log formatted or recovered with it (zero: none);
+                         * set before cache_format */
   uint32_t block_size;
   uint32_t nslots;
   uint64_t volume_size;

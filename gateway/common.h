@@ -111,6 +111,9 @@ uint64_t hhc_now_ns (void);
 /* Allocate a zeroed buffer aligned to 4096 (for O_DIRECT). */
 void *hhc_alloc_aligned (size_t size);
 
+/* A random UUID (from /dev/urandom). */
+void hhc_make_uuid (uint8_t uuid[16]);
+
 /* 64-bit mixing hash (for the index). */
 static inline uint64_t
 hhc_hash64 (uint64_t x)

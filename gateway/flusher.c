@@ -129,6 +129,11 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
     {
       cache_set_state (&vol->cache, blk->slot, SLOT_CLEAN);
       __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+      /* Written back and flushed: its log entries are void now (and
+       * not before: DESIGN.md 4, invariant 3).
+       */
+      if (vol->log)
+        log_revoke (vol->log, blk->slot, blk->lba);
       lru_make_clean (&vol->lru, blk->slot);
     }
   else
@@ -359,9 +364,14 @@ flusher_thread (void *arg)
     {
       uint64_t d = ndirty (vol);
       bool draining = f->draining > 0;
-      bool go = d > 0 && (d >= vol->dirty_low || draining || idle (vol));
+      /* The log filling up calls for write-back too (passive reclaim:
+       * the dirty list is oldest first, so the log head moves).
+       */
+      double lu = vol->log ? log_usage (vol->log) : 0;
+      bool go = d > 0
+                && (d >= vol->dirty_low || draining || idle (vol) || lu >= 0.5);
       bool full = d >= vol->dirty_high || draining || idle (vol)
-                  || vol_needs_reclaim (vol);
+                  || vol_needs_reclaim (vol) || lu >= 0.75;
       uint64_t now = hhc_now_ns ();
       long n = 0;
 

@@ -18,8 +18,8 @@
 extern "C" {
 #endif
 
-/* Cache modes.  HHC_MODE_WBFLUSH and HHC_MODE_HHC need the HDD log
- * (a later module); hhc_open refuses them for now.
+/* Cache modes (DESIGN.md section 3).  HHC_MODE_HHC needs at least one
+ * log device.
  */
 enum hhc_mode {
   HHC_MODE_PT,      /* pass-through: no caching, writes invalidate */
@@ -43,6 +43,8 @@ enum hhc_format {
 
 const char *hhc_format_to_string (enum hhc_format f);
 int hhc_format_from_string (const char *s, enum hhc_format *f);
+
+#define HHC_MAX_LOGS 8 /* log mirrors */
 
 /* Log levels for the logging callback. */
 enum hhc_log_level {
@@ -96,6 +98,12 @@ struct hhc_conf {
   const char *stats_path; /* JSON stats rewritten once a second */
   unsigned
       writeback_threads; /* writes in flight while writing back, default 4 */
+  /* The HDD log (mode hhc): one path per mirror (file, block device). */
+  const char *log_paths[HHC_MAX_LOGS];
+  unsigned nlogs;
+  uint64_t log_size;     /* create missing log files this big */
+  uint32_t segment_size; /* largest segment (bytes); 0: 1 MiB */
+  unsigned log_buffers;  /* segment buffers; 0: 4 */
   hhc_log_fn log;        /* required */
   /* A device opened already (hhc_preopen, or a test's crash device)
    * used instead of opening cache_path; closed by the volume only if
@@ -103,10 +111,20 @@ struct hhc_conf {
    */
   struct hhc_dev *test_dev;
   bool own_dev;
+  /* Log devices opened already (hhc_preopen, tests), as test_dev. */
+  struct hhc_dev *log_devs[HHC_MAX_LOGS];
+  bool own_log_devs;
 };
 
 /* Set every field to its default. */
 void hhc_conf_init (struct hhc_conf *conf);
+
+/* Is mode a write-back mode (dirty blocks in the cache)? */
+static inline bool
+hhc_mode_is_wb (enum hhc_mode m)
+{
+  return m == HHC_MODE_WB || m == HHC_MODE_WBFLUSH || m == HHC_MODE_HHC;
+}
 
 struct hhc_volume;
 
@@ -165,6 +183,10 @@ struct hhc_counts {
   uint64_t read_hits, read_misses, write_hits, write_misses;
   uint64_t evictions, writeback_blocks, writeback_errors;
   uint64_t flushes;
+  /* The HDD log (zero without one). */
+  uint64_t log_segments, log_barriers, log_syncs, log_blocks, log_revokes;
+  uint64_t log_relogged, log_full_waits, log_used, log_region;
+  unsigned log_mirrors, log_mirrors_failed;
 };
 void hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c);
 

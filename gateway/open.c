@@ -19,12 +19,35 @@ check_conf (const struct hhc_conf *conf)
       hhc_log (log, HHC_LOG_ERROR, "cache= is required");
       return EINVAL;
     }
-  if (conf->mode == HHC_MODE_HHC || conf->mode == HHC_MODE_WBFLUSH)
+  if (conf->mode == HHC_MODE_HHC && conf->nlogs == 0)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "mode=hhc needs at least one log=");
+      return EINVAL;
+    }
+  if (conf->mode != HHC_MODE_HHC && conf->nlogs > 0)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "log= is used with mode=hhc only, not %s",
+               hhc_mode_to_string (conf->mode));
+      return EINVAL;
+    }
+  if (conf->nlogs > HHC_MAX_LOGS)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "log= may be given at most %d times",
+               HHC_MAX_LOGS);
+      return EINVAL;
+    }
+  if (conf->segment_size
+      && (!HHC_IS_POW2 (conf->segment_size) || conf->segment_size < 65536
+          || conf->segment_size > 64 * 1024 * 1024))
     {
       hhc_log (log, HHC_LOG_ERROR,
-               "mode=%s needs the HDD log, which is not built yet",
-               hhc_mode_to_string (conf->mode));
-      return ENOTSUP;
+               "segment-size must be a power of two from 64K to 64M");
+      return EINVAL;
+    }
+  if (conf->log_buffers == 1 || conf->log_buffers > 64)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "log-buffers must be from 2 to 64");
+      return EINVAL;
     }
   if (conf->block_size
       && (!HHC_IS_POW2 (conf->block_size) || conf->block_size < 512
@@ -145,6 +168,98 @@ check_owner (struct hhc_volume *vol, const char *identity)
   return 0;
 }
 
+static bool
+uuid_is_zero (const uint8_t u[16])
+{
+  static const uint8_t z[16];
+  return memcmp (u, z, 16) == 0;
+}
+
+static void
+uuid_str (const uint8_t u[16], char out[37])
+{
+  snprintf (out, 37,
+            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+            "%02x",
+            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+            u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* Mode hhc: open the log and decide what it means for the cache.
+ * cache_new: the cache is about to be formatted (blank, or
+ * format=force): a valid log of this backend is replayed at start.  A
+ * loaded cache needs the log it is paired with, or a blank one.
+ */
+static int
+open_log (struct hhc_volume *vol, bool cache_new)
+{
+  struct hhc_cache *c = &vol->cache;
+  static const uint8_t zero[16];
+  uint8_t luuid[16], lcache[16];
+  char a[37], b[37];
+  enum log_found found;
+  struct log_conf lc = {
+    .paths = vol->conf.log_paths,
+    .npaths = vol->conf.nlogs,
+    .block_size = cache_new
+                      ? (vol->conf.block_size ? vol->conf.block_size : 4096)
+                      : c->block_size,
+    .volume_size = vol->info.size,
+    .identity = vol->identity,
+    .segment_size = vol->conf.segment_size,
+    .nbuffers = vol->conf.log_buffers,
+    .log = vol->conf.log,
+    .test_devs = vol->conf.log_devs,
+  };
+  int r;
+
+  if (vol->conf.mode != HHC_MODE_HHC)
+    return 0;
+  r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
+  if (r)
+    return r;
+  log_uuids (vol->log, luuid, lcache);
+  uuid_str (luuid, a);
+  if (cache_new)
+    {
+      memcpy (c->log_uuid, luuid, 16);
+      vol->replay_pending = found == LOG_FOUND_VALID;
+      return 0;
+    }
+  if (found == LOG_FOUND_BLANK)
+    {
+      if (!uuid_is_zero (c->log_uuid))
+        {
+          uuid_str (c->log_uuid, b);
+          hhc_log (vol->conf.log, HHC_LOG_WARNING,
+                   "the log this cache was paired with (%s) is gone: "
+                   "starting with a new log %s; every dirty block is "
+                   "written to it before the first client request",
+                   b, a);
+        }
+      return 0;
+    }
+  if (memcmp (lcache, c->uuid, 16) == 0)
+    return 0;
+  if (memcmp (c->log_uuid, luuid, 16) == 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_INFO,
+               "log %s: a recovery into this cache was interrupted: "
+               "replaying the log again",
+               a);
+      vol->replay_pending = true;
+      return 0;
+    }
+  uuid_str (lcache, b);
+  hhc_log (vol->conf.log, HHC_LOG_ERROR,
+           "log %s belongs to another cache (paired with cache %s): give "
+           "the log written with this cache, or a blank log device",
+           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
+  log_close (vol->log);
+  vol->log = NULL;
+  return EINVAL;
+}
+
 /* Format or read the superblock according to conf->format. */
 static int
 open_cache (struct hhc_volume *vol, bool *formatted)
@@ -168,10 +283,14 @@ open_cache (struct hhc_volume *vol, bool *formatted)
     }
   if (r)
     return r;
-  return check_owner (vol, identity);
+  if ((r = check_owner (vol, identity)) != 0)
+    return r;
+  return open_log (vol, false);
 
 format:
   *formatted = true;
+  if ((r = open_log (vol, true)) != 0)
+    return r;
   return format_cache (vol);
 }
 
@@ -218,7 +337,7 @@ settle_after_load (struct hhc_volume *vol)
     }
   r = cache_commit (&vol->cache);
   if (r == 0)
-    r = cache_write_state (&vol->cache, vol->conf.mode == HHC_MODE_WB
+    r = cache_write_state (&vol->cache, hhc_mode_is_wb (vol->conf.mode)
                                             ? CACHE_IN_USE_WB
                                             : CACHE_IN_USE);
   return r;
@@ -239,6 +358,10 @@ set_watermarks (struct hhc_volume *vol)
 static void
 free_volume (struct hhc_volume *vol)
 {
+  log_close (vol->log);
+  if (vol->conf.own_log_devs)
+    for (unsigned i = 0; i < vol->conf.nlogs; i++)
+      dev_close (vol->conf.log_devs[i]);
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
@@ -263,6 +386,25 @@ hhc_preopen (struct hhc_conf *conf)
                        conf->log, &conf->test_dev);
   if (r == 0)
     conf->own_dev = true;
+  /* The log devices too (so that a missing or locked one is reported
+   * at once).
+   */
+  for (unsigned i = 0; r == 0 && i < conf->nlogs; i++)
+    {
+      r = dev_open_file (conf->log_paths[i], conf->log_size, false, conf->log,
+                         &conf->log_devs[i]);
+      conf->own_log_devs = true;
+    }
+  if (r)
+    {
+      for (unsigned i = 0; i < conf->nlogs; i++)
+        dev_close (conf->log_devs[i]);
+      memset (conf->log_devs, 0, sizeof conf->log_devs);
+      conf->own_log_devs = false;
+      dev_close (conf->test_dev);
+      conf->test_dev = NULL;
+      conf->own_dev = false;
+    }
   return r;
 }
 
@@ -361,11 +503,14 @@ fail:
 fail_early:
   if (conf->own_dev)
     dev_close (conf->test_dev);
+  if (conf->own_log_devs)
+    for (unsigned i = 0; i < conf->nlogs; i++)
+      dev_close (conf->log_devs[i]);
   return r;
 }
 
 int
-hhc_drain (struct hhc_volume *vol, void *bctx)
+vol_writeback_all (struct hhc_volume *vol, void *bctx)
 {
   unsigned failures = 0;
 
@@ -379,11 +524,152 @@ hhc_drain (struct hhc_volume *vol, void *bctx)
       if (n == 0)
         {
           /* Blocks busy elsewhere (the flusher thread): let it finish. */
-          struct timespec ts = { 0, 10 * 1000000 };
+          struct timespec ts = { 0, 1000000 };
           nanosleep (&ts, NULL);
         }
     }
-  return hhc_flush (vol, bctx); /* also trims and zeros passed down */
+  return 0;
+}
+
+int
+hhc_drain (struct hhc_volume *vol, void *bctx)
+{
+  int r = vol_writeback_all (vol, bctx);
+
+  return r ? r : hhc_flush (vol, bctx); /* also trims and zeros */
+}
+
+struct replay_ctx {
+  struct hhc_volume *vol;
+  void *bctx;
+  unsigned last_pct;
+};
+
+static int
+replay_write (void *opaque, const void *buf, uint64_t lba)
+{
+  struct replay_ctx *rc = opaque;
+  struct hhc_volume *vol = rc->vol;
+  uint64_t off = lba * vol->bs;
+  uint32_t len = HHC_MIN ((uint64_t)vol->bs, vol->info.size - off);
+
+  return vol->ops->pwrite (rc->bctx, buf, len, off, false);
+}
+
+static void
+replay_progress (void *opaque, uint64_t done, uint64_t total)
+{
+  struct replay_ctx *rc = opaque;
+  unsigned pct = total ? done * 100 / total : 100;
+
+  if (pct / 10 != rc->last_pct / 10 || done == total)
+    hhc_log (rc->vol->conf.log, HHC_LOG_INFO,
+             "log replay: %" PRIu64 " of %" PRIu64 " blocks (%u%%)", done,
+             total, pct);
+  rc->last_pct = pct;
+}
+
+static int
+log_relog_cb (void *opaque, uint32_t key, uint64_t lba)
+{
+  return vol_relog (opaque, key, lba);
+}
+
+static void
+log_pressure_cb (void *opaque)
+{
+  struct hhc_volume *vol = opaque;
+
+  if (__atomic_load_n (&vol->flusher_on, __ATOMIC_ACQUIRE))
+    flusher_kick (&vol->flusher);
+}
+
+/* Mode hhc at start: replay the log into the backend if the cache is
+ * new, then write every dirty block of the cache to the log under a
+ * new base barrier (DESIGN.md section 7; docs/log.md).
+ */
+static int
+start_log (struct hhc_volume *vol, void *bctx)
+{
+  struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb };
+  struct replay_ctx rc = { vol, bctx, 0 };
+  struct log_stats ls;
+  uint32_t *keys = NULL;
+  uint64_t *lbas = NULL;
+  size_t n = 0;
+  int r;
+
+  if (vol->replay_pending)
+    {
+      r = log_replay (vol->log, replay_write, replay_progress, &rc);
+      if (r == 0 && (r = vol->ops->flush (bctx)) != 0)
+        hhc_log (vol->conf.log, HHC_LOG_ERROR,
+                 "log replay: flushing the backend: %s", strerror (r));
+      if (r)
+        return r;
+      vol->replay_pending = false;
+    }
+  if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
+    return r;
+  /* The dirty blocks must fit in the log with room to spare: write
+   * back the excess first.
+   */
+  log_get_stats (vol->log, &ls);
+  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) * 2 * vol->bs
+         > ls.region_size)
+    {
+      long k = flusher_batch (vol, bctx, vol->conf.writeback_threads);
+      if (k < 0)
+        return (int)-k;
+    }
+  keys = malloc ((vol->ndirty + 1) * sizeof *keys);
+  lbas = malloc ((vol->ndirty + 1) * sizeof *lbas);
+  if (keys == NULL || lbas == NULL)
+    r = ENOMEM;
+  for (uint32_t s = 0; r == 0 && s < vol->idx.nslots && n < vol->ndirty; s++)
+    if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
+      {
+        keys[n] = s;
+        lbas[n++] = slot_lba (&vol->idx.slots[s]);
+      }
+  if (r == 0)
+    {
+      if (n)
+        hhc_log (vol->conf.log, HHC_LOG_INFO,
+                 "log: writing %zu dirty blocks to the log", n);
+      r = log_rebase (vol->log, keys, lbas, n);
+    }
+  free (keys);
+  free (lbas);
+  return r;
+}
+
+static json_t *
+log_json (struct hhc_volume *vol)
+{
+  struct hhc_counts c;
+  json_t *o, *m = json_array ();
+  bool failed;
+  const char *name;
+
+  hhc_get_counts (vol, &c);
+  for (unsigned i = 0; (name = log_mirror_name (vol->log, i, &failed)); i++)
+    json_array_append_new (
+        m, json_pack ("{s:s,s:b}", "name", name, "failed", failed));
+  o = json_pack (
+      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "segments",
+      (json_int_t)c.log_segments, "barriers", (json_int_t)c.log_barriers,
+      "syncs", (json_int_t)c.log_syncs, "blocks", (json_int_t)c.log_blocks,
+      "revokes", (json_int_t)c.log_revokes, "relogged",
+      (json_int_t)c.log_relogged, "full_waits", (json_int_t)c.log_full_waits,
+      "used_bytes", (json_int_t)c.log_used, "region_bytes",
+      (json_int_t)c.log_region, "mirrors", (json_int_t)c.log_mirrors,
+      "mirrors_failed", (json_int_t)c.log_mirrors_failed);
+  if (o)
+    json_object_set_new (o, "mirror", m);
+  else
+    json_decref (m);
+  return o;
 }
 
 int
@@ -391,7 +677,7 @@ hhc_start (struct hhc_volume *vol, void *bctx)
 {
   int r;
 
-  if (vol->conf.mode != HHC_MODE_WB && vol->ndirty > 0)
+  if (!hhc_mode_is_wb (vol->conf.mode) && vol->ndirty > 0)
     {
       hhc_log (vol->conf.log, HHC_LOG_INFO,
                "mode %s: writing back %" PRIu64 " dirty blocks first",
@@ -413,9 +699,12 @@ hhc_start (struct hhc_volume *vol, void *bctx)
                "flushing the backend after an unclean stop: %s", strerror (r));
       return r;
     }
+  if (vol->log && (r = start_log (vol, bctx)) != 0)
+    return r;
   r = flusher_start (&vol->flusher, vol, bctx);
   if (r)
     return r;
+  __atomic_store_n (&vol->flusher_on, true, __ATOMIC_RELEASE);
   vol->bg_ctx = bctx;
   vol->started = true;
   return 0;
@@ -433,7 +722,16 @@ hhc_close (struct hhc_volume *vol)
 
   if (vol == NULL)
     return 0;
+  __atomic_store_n (&vol->flusher_on, false, __ATOMIC_RELEASE);
   flusher_stop (&vol->flusher);
+  if (vol->log && vol->started)
+    {
+      /* Everything written so far into the log too (best effort: the
+       * cache holds it anyway).
+       */
+      log_barrier (vol->log);
+      log_stop (vol->log);
+    }
   if (vol->bg_ctx)
     {
       r2 = vol->ops->flush (vol->bg_ctx);
@@ -480,6 +778,22 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
   c->writeback_blocks = stat_get (&s->writeback_blocks);
   c->writeback_errors = stat_get (&s->writeback_errors);
   c->flushes = stat_get (&s->flushes);
+  if (vol->log)
+    {
+      struct log_stats ls;
+      log_get_stats (vol->log, &ls);
+      c->log_segments = ls.segments;
+      c->log_barriers = ls.barriers;
+      c->log_syncs = ls.syncs;
+      c->log_blocks = ls.blocks;
+      c->log_revokes = ls.revokes;
+      c->log_relogged = ls.relogged;
+      c->log_full_waits = ls.full_waits;
+      c->log_used = ls.used;
+      c->log_region = ls.region_size;
+      c->log_mirrors = ls.mirrors;
+      c->log_mirrors_failed = ls.mirrors_failed;
+    }
 }
 
 double
@@ -540,6 +854,8 @@ hhc_stats_json (struct hhc_volume *vol)
   json_object_set_new (o, "flush_latency_us", lat);
   json_object_set_new (o, "ram_bytes_per_block",
                        json_real (hhc_ram_per_block (vol)));
+  if (vol->log)
+    json_object_set_new (o, "log", log_json (vol));
   text = json_dumps (o, JSON_INDENT (2) | JSON_SORT_KEYS);
   json_decref (o);
   return text;

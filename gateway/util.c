@@ -1,7 +1,9 @@
 /* Helpers of common.h. */
 #include <config.h>
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "common.h"
@@ -67,4 +69,23 @@ hhc_alloc_aligned (size_t size)
     return NULL;
   memset (p, 0, HHC_ROUND_UP (size, 4096));
   return p;
+}
+
+/* A random (version 4) UUID. */
+void
+hhc_make_uuid (uint8_t uuid[16])
+{
+  int fd = open ("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read (fd, uuid, 16) : -1;
+
+  if (fd >= 0)
+    close (fd);
+  if (n != 16) /* fall back to time and address: unique enough */
+    {
+      uint64_t t = hhc_now_ns (), a = (uintptr_t)uuid;
+      memcpy (uuid, &t, 8);
+      memcpy (uuid + 8, &a, 8);
+    }
+  uuid[6] = (uuid[6] & 0x0f) | 0x40;
+  uuid[8] = (uuid[8] & 0x3f) | 0x80;
 }

@@ -298,7 +298,11 @@ static void
 invalidate_locked (struct hhc_volume *vol, uint32_t s)
 {
   if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
-    __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+    {
+      __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
+      if (vol->log)
+        log_revoke (vol->log, s, slot_lba (&vol->idx.slots[s]));
+    }
   index_remove (&vol->idx, s);
   lru_remove (&vol->lru, s);
   cache_set_state (&vol->cache, s, SLOT_FREE);
@@ -519,6 +523,8 @@ write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
       return r;
     }
   /* The new slot takes the block's place; the old one is freed. */
+  if (vol->log)
+    log_append (vol->log, t, lba, data);
   index_remove (&vol->idx, s);
   lru_remove (&vol->lru, s);
   cache_set_state (&vol->cache, s, SLOT_FREE);
@@ -552,6 +558,14 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
   if (r == 0)
     r = cache_write_slot (&vol->cache, s, buf, off, len);
+  if (r == 0 && vol->log)
+    {
+      /* A dirty block rewritten in place (we hold it BUSY). */
+      if (len == vol->bs)
+        log_append (vol->log, s, lba, buf);
+      else
+        log_update (vol->log, s, lba, buf, off, len);
+    }
 
   hhc_lock (&st->lock);
   clear_flags (st, s, ACT_BUSY);
@@ -597,6 +611,8 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
   if (r == 0
       && ((len == vol->bs && !wt) || !vol_passdown_since (vol, seq, lba)))
     {
+      if (vol->log)
+        log_append (vol->log, t, lba, data);
       publish_locked (vol, t, wt ? SLOT_CLEAN : SLOT_DIRTY);
       active_set (st, t, 0);
     }
@@ -692,7 +708,7 @@ invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
 static int
 commit_invalidations (struct hhc_volume *vol)
 {
-  if (vol->conf.mode != HHC_MODE_WB)
+  if (!hhc_mode_is_wb (vol->conf.mode))
     return 0;
   return cache_commit (&vol->cache);
 }
@@ -700,7 +716,7 @@ commit_invalidations (struct hhc_volume *vol)
 static void
 throttle (struct hhc_volume *vol)
 {
-  if (vol->conf.mode != HHC_MODE_WB)
+  if (!hhc_mode_is_wb (vol->conf.mode))
     return;
   if (load64 (&vol->ndirty) >= vol->dirty_high)
     flusher_kick (&vol->flusher);
@@ -820,7 +836,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   /* Without multi-conn a flush covers only its own connection's
    * writes: never skip it then.
    */
-  if (vol->conf.mode == HHC_MODE_WB && f >= w && vol->info.multi_conn)
+  if (hhc_mode_is_wb (vol->conf.mode) && f >= w && vol->info.multi_conn)
     return 0;
   r = vol->ops->flush (bctx);
   if (r)
@@ -846,13 +862,59 @@ int
 hhc_flush (struct hhc_volume *vol, void *bctx)
 {
   uint64_t t0 = hhc_now_ns ();
+  bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
   int r = flush_backend (vol, bctx);
   int r2 = cache_commit (&vol->cache);
 
   if (r == 0)
     r = r2;
+  if (r == 0 && vol->log)
+    {
+      /* hhc: every dirty block in a synced barrier segment. */
+      r = log_barrier (vol->log);
+      if (r && !log_healthy (vol->log))
+        {
+          /* No log mirror left: durable the slow way (DESIGN.md 5). */
+          stat_add (&vol->stats.log_fallbacks, 1);
+          r = 0;
+          wbflush = true;
+        }
+    }
+  if (r == 0 && wbflush)
+    r = vol_writeback_all (vol, bctx);
   stat_add (&vol->stats.flushes, 1);
   hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
+  return r;
+}
+
+int
+vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  HHC_CLEANUP_FREE char *blk = hhc_alloc_aligned (vol->bs);
+  uint32_t s;
+  int r;
+
+  if (blk == NULL)
+    return ENOMEM;
+  hhc_lock (&st->lock);
+  s = wait_idle (vol, st, lba, ACT_BUSY);
+  if (s != key || slot_state (&vol->idx.slots[s]) < SLOT_DIRTY)
+    {
+      /* No longer this block's dirty slot. */
+      hhc_unlock (&st->lock);
+      log_forget (vol->log, key, lba);
+      return 0;
+    }
+  active_set (st, s, active_get (st, s) | ACT_BUSY);
+  hhc_unlock (&st->lock);
+  r = cache_read_slot (&vol->cache, s, blk, 0, vol->bs);
+  hhc_lock (&st->lock);
+  /* Write-back may have cleaned it meanwhile (and revoked it). */
+  if (r == 0 && slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
+    log_append (vol->log, s, lba, blk);
+  clear_flags (st, s, ACT_BUSY);
+  hhc_unlock (&st->lock);
   return r;
 }
 

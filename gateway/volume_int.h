@@ -11,6 +11,7 @@
 #include "flusher.h"
 #include "hhc.h"
 #include "index.h"
+#include "log.h"
 #include "lru.h"
 #include "stats.h"
 
@@ -73,7 +74,10 @@ struct hhc_volume {
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
 
-  int loaded_state; /* enum cache_state found at open */
+  int loaded_state;    /* enum cache_state found at open */
+  struct hhc_log *log; /* mode hhc: the HDD log */
+  bool replay_pending; /* the cache is new: replay the log at start */
+  bool flusher_on;     /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
   bool started;
@@ -92,6 +96,16 @@ void vol_backend_flushed (struct hhc_volume *vol, uint64_t seq);
 
 /* Is a passdown covering block lba running now? */
 bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);
+
+/* Log callback: write block lba (slot key) to the log again, read
+ * back from the SSD, if it is still dirty there.
+ */
+int vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba);
+
+/* FLUSH in wbflush (or hhc without a healthy log): write back every
+ * dirty block; the backend is flushed by each batch.
+ */
+int vol_writeback_all (struct hhc_volume *vol, void *bctx);
 
 /* Wake threads waiting for free or clean slots. */
 void vol_wake_waiters (struct hhc_volume *vol);

@@ -27,6 +27,7 @@ NBDKIT_DLL_PUBLIC int hhc_debug_verbose = 0;
 
 static struct hhc_conf conf;
 static char *cache_path, *stats_path, *backend_id;
+static bool mode_set; /* mode= given */
 
 static struct hhc_volume *vol;
 static nbdkit_next *bg_next; /* background context (flusher) */
@@ -65,6 +66,8 @@ hhc_unload (void)
   free (cache_path);
   free (stats_path);
   free (backend_id);
+  for (unsigned i = 0; i < conf.nlogs; i++)
+    free ((char *)conf.log_paths[i]);
 }
 
 /* Sizes: a number with an optional k/M/G/T/P/E suffix (powers of 1024).
@@ -195,18 +198,51 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
     {
       if (hhc_mode_from_string (value, &conf.mode) != 0)
         {
-          nbdkit_error ("hhc: mode=%s: must be pt, wt or wb", value);
-          return -1;
-        }
-      if (conf.mode == HHC_MODE_HHC || conf.mode == HHC_MODE_WBFLUSH)
-        {
-          nbdkit_error ("hhc: mode=%s: needs the HDD log (log=), which this "
-                        "version does not have yet; use pt, wt or wb",
+          nbdkit_error ("hhc: mode=%s: must be pt, wt, wb, wbflush or hhc",
                         value);
           return -1;
         }
+      mode_set = true;
       return 0;
     }
+  if (strcmp (key, "log") == 0)
+    {
+      if (conf.nlogs == HHC_MAX_LOGS)
+        {
+          nbdkit_error ("hhc: log= may be given at most %d times",
+                        HHC_MAX_LOGS);
+          return -1;
+        }
+      return set_string ((char **)&conf.log_paths[conf.nlogs++], value);
+    }
+  if (strcmp (key, "log-size") == 0)
+    {
+      if (parse_size (key, value, &u) == -1)
+        return -1;
+      if (u < 8 * 1024 * 1024)
+        {
+          nbdkit_error ("hhc: log-size=%s: must be at least 8M", value);
+          return -1;
+        }
+      conf.log_size = u;
+      return 0;
+    }
+  if (strcmp (key, "segment-size") == 0)
+    {
+      if (parse_size (key, value, &u) == -1)
+        return -1;
+      if (u < 65536 || u > 64 * 1024 * 1024 || (u & (u - 1)) != 0)
+        {
+          nbdkit_error ("hhc: segment-size=%s: must be a power of two from "
+                        "64K to 64M",
+                        value);
+          return -1;
+        }
+      conf.segment_size = u;
+      return 0;
+    }
+  if (strcmp (key, "log-buffers") == 0)
+    return parse_uint (key, value, 2, 64, &conf.log_buffers);
   if (strcmp (key, "block-size") == 0)
     {
       if (parse_size (key, value, &u) == -1)
@@ -257,6 +293,20 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
       nbdkit_error ("hhc: the cache= parameter is required");
       return -1;
     }
+  /* hhc is the default mode when there is a log to use. */
+  if (!mode_set)
+    conf.mode = conf.nlogs ? HHC_MODE_HHC : HHC_MODE_WB;
+  if (conf.mode == HHC_MODE_HHC && conf.nlogs == 0)
+    {
+      nbdkit_error ("hhc: mode=hhc needs a log device: add log=PATH");
+      return -1;
+    }
+  if (conf.mode != HHC_MODE_HHC && conf.nlogs > 0)
+    {
+      nbdkit_error ("hhc: log= is used with mode=hhc only (mode=%s)",
+                    hhc_mode_to_string (conf.mode));
+      return -1;
+    }
   if (conf.dirty_low > conf.dirty_high)
     {
       nbdkit_error ("hhc: dirty-low=%u must not exceed dirty-high=%u",
@@ -278,7 +328,12 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 #define hhc_config_help                                                        \
   "cache=PATH              (required) SSD cache: file or block device.\n"      \
   "cache-size=SIZE         Create the cache file with this size.\n"            \
-  "mode=pt|wt|wb           Cache mode (default wb).\n"                         \
+  "mode=pt|wt|wb|wbflush|hhc  Cache mode (default hhc with log=, else wb).\n"  \
+  "log=PATH                HDD log device (file or block device); repeat\n"    \
+  "                        for mirrors.\n"                                     \
+  "log-size=SIZE           Create missing log files with this size.\n"         \
+  "segment-size=SIZE       Largest log segment (default 1M).\n"                \
+  "log-buffers=N           Segment buffers (default 4).\n"                     \
   "block-size=SIZE         Cache block size (default 4K).\n"                   \
   "dirty-low=PERCENT       Write-back starts here (default 20).\n"             \
   "dirty-high=PERCENT      Write-back at full speed (default 60).\n"           \

@@ -1,0 +1,1722 @@
+/* The HDD barrier log: see log.h for the layout and docs/log.md for
+ * the protocol and why it is safe.
+ *
+ * Superblock (little-endian, 4 KiB, copies A at 0 and B at 4 KiB; a
+ * write goes over the older copy):
+ *   0   magic "HHCLOG01"      8  u32 version      12 u32 block_size
+ *   16  log uuid[16]          32 cache uuid[16]   48 u64 volume_size
+ *   56  u64 region_size       64 u32 segment_size 68 u32 identity length
+ *   72  u64 head offset (in the region)           80 u64 head seq
+ *   88  u64 generation        96 identity (up to 2048 bytes)
+ *   4092 u32 crc32c of bytes 0..4091
+ *
+ * Segment header (4 KiB multiple):
+ *   0   magic "HHCSEG01"      8  u64 seq          16 u64 base seq
+ *   24  u32 flags             28 u32 block count  32 u32 revoke count
+ *   36  u32 header length     40 u64 segment id (offset in region / 4K)
+ *   48  log uuid[16]          64 cache uuid[16]   80 u32 crc32c (over
+ *   the header with this field 0, then the data blocks)
+ *   96  u64 LBA[block count], then u64 revoked LBA[revoke count]
+ * Data: block count blocks, then padding to 4 KiB.
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "crc32c.h"
+#include "log.h"
+
+#define SB_SIZE 4096
+#define ALIGN 4096
+#define IDENTITY_MAX 2048
+#define POS_OLDER 0x80000000u /* an older entry of the LBA may be on disk */
+#define POS_MASK 0x7fffffffu
+
+HHC_VECTOR (u64_vec, uint64_t)
+HHC_VECTOR (u32_vec, uint32_t)
+
+enum seg_state { SEG_FILLING, SEG_SEALED, SEG_WRITTEN };
+
+/* One segment from the head to the buffer being filled (ring slot
+ * seq % ring_cap).
+ */
+struct seg {
+  uint64_t seq;
+  uint64_t lpos;  /* logical position (written segments) */
+  uint32_t len;   /* bytes on disk */
+  uint32_t live;  /* entries not yet dead */
+  uint32_t chain; /* first key whose newest entry is here */
+  uint8_t state;
+};
+
+/* Per key (cache slot): where its newest entry is. */
+struct key {
+  uint64_t lba;        /* the block (valid while logged or unlogged) */
+  uint32_t seg;        /* ring slot, LOG_NONE: not in the log */
+  uint32_t pos;        /* position in the segment | POS_OLDER */
+  uint32_t prev, next; /* chain of the segment's keys */
+};
+
+struct buf {
+  char *data; /* max_blocks blocks */
+  uint64_t *lbas;
+  uint32_t *keys;
+  uint32_t nblocks;
+  struct u64_vec revokes;
+  struct u32_vec deaths; /* ring slots an entry here superseded */
+  uint64_t seq;
+  bool barrier;
+  struct buf *next; /* queue or free list */
+};
+
+/* A death waits until the superseding segment is under a barrier. */
+struct death {
+  uint64_t seq;  /* the superseding segment */
+  uint32_t ring; /* the segment that lost an entry */
+};
+HHC_VECTOR (death_vec, struct death)
+
+/* Writes for one segment on every mirror. */
+struct io {
+  unsigned n;
+  uint64_t off[3];
+  const void *p[3];
+  size_t len[3];
+  bool sync, sync_only;
+};
+
+struct mirror {
+  struct hhc_dev *dev;
+  bool own, failed, blank;
+  /* Worker for parallel writes. */
+  pthread_t thread;
+  bool has_thread, stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  const struct io *job; /* non-NULL: to do */
+  int result;
+  bool done;
+};
+
+/* What a scan of one mirror found. */
+struct seg_info {
+  uint64_t seq, base, lpos;
+  uint32_t flags, hdr_len, nblocks, nrevokes;
+};
+HHC_VECTOR (seginfo_vec, struct seg_info)
+
+struct scan {
+  struct seginfo_vec segs;
+  uint64_t end_lpos, end_seq; /* where and which the next segment is */
+  long last_barrier;          /* index in segs, -1: none */
+};
+
+struct hhc_log {
+  hhc_log_fn logfn;
+  struct mirror m[LOG_MAX_MIRRORS];
+  unsigned nm;
+  uint32_t bs, max_blocks, segment_size;
+  uint64_t volume_size, region_size;
+  char *identity;
+  uint8_t uuid[16], cache_uuid[16];
+  uint64_t sb_gen;
+  struct scan scan; /* of the best mirror */
+  unsigned best;    /* mirror the scan came from */
+  uint64_t hint_seq, hint_off;
+
+  pthread_mutex_t io_lock; /* one mirrors_io at a time; sb fields */
+  pthread_mutex_t lock;
+  pthread_cond_t writer_cv; /* work for the writer */
+  pthread_cond_t done_cv;   /* a barrier completed or failed */
+  pthread_cond_t buf_cv;    /* a buffer became current */
+  struct seg *ring;
+  uint32_t ring_cap;
+  struct key *keys;
+  uint32_t nkeys;
+  uint64_t *unlogged; /* bitmap: dirty, newest data not in the log */
+  uint32_t nunlogged;
+  struct buf *bufs;
+  unsigned nbufs;
+  struct buf *cur, *qhead, *qtail, *freelist;
+  struct u64_vec pending_rev; /* revokes while no buffer is current */
+  struct death_vec deaths;
+  size_t deaths_done;
+  uint64_t next_seq;              /* the next buffer to become current */
+  uint64_t head_seq;              /* oldest segment in the ring */
+  uint64_t written_seq;           /* every segment below this is written */
+  uint64_t durable_barrier;       /* highest barrier synced */
+  uint64_t want_barrier;          /* a barrier covering this seq is wanted */
+  uint64_t tail_lpos;             /* where the next segment goes */
+  uint64_t phead_lpos, phead_seq; /* persisted head */
+  uint64_t base_seq;
+  bool rebased, started, stop, writer_busy;
+  unsigned healthy;
+  pthread_t writer;
+  struct log_callbacks cb;
+  struct log_stats st;
+};
+
+static inline uint32_t
+get32 (const void *p)
+{
+  uint32_t v;
+  memcpy (&v, p, 4);
+  return le32toh (v);
+}
+
+static inline uint64_t
+get64 (const void *p)
+{
+  uint64_t v;
+  memcpy (&v, p, 8);
+  return le64toh (v);
+}
+
+static inline void
+put32 (void *p, uint32_t v)
+{
+  v = htole32 (v);
+  memcpy (p, &v, 4);
+}
+
+static inline void
+put64 (void *p, uint64_t v)
+{
+  v = htole64 (v);
+  memcpy (p, &v, 8);
+}
+
+static uint32_t
+hdr_len_for (uint32_t nblocks, size_t nrevokes)
+{
+  return HHC_ROUND_UP (LOG_HDR_FIXED + 8 * ((uint64_t)nblocks + nrevokes),
+                       ALIGN);
+}
+
+static uint64_t
+data_len_for (const struct hhc_log *log, uint32_t nblocks)
+{
+  return HHC_ROUND_UP ((uint64_t)nblocks * log->bs, ALIGN);
+}
+
+/* ---- unlogged bitmap (lock held) ---- */
+
+static bool
+is_unlogged (const struct hhc_log *log, uint32_t k)
+{
+  return (log->unlogged[k / 64] >> (k % 64)) & 1;
+}
+
+static void
+set_unlogged (struct hhc_log *log, uint32_t k, bool on)
+{
+  uint64_t bit = UINT64_C (1) << (k % 64);
+
+  if (on == is_unlogged (log, k))
+    return;
+  if (on)
+    {
+      log->unlogged[k / 64] |= bit;
+      log->nunlogged++;
+    }
+  else
+    {
+      log->unlogged[k / 64] &= ~bit;
+      log->nunlogged--;
+    }
+}
+
+/* ---- mirrors ---- */
+
+static int
+do_io (struct mirror *m, const struct io *io)
+{
+  int r = 0;
+
+  for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
+    r = dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
+  if (r == 0 && io->sync)
+    r = dev_sync (m->dev);
+  return r;
+}
+
+static void *
+mirror_thread (void *arg)
+{
+  struct mirror *m = arg;
+
+  hhc_lock (&m->mu);
+  for (;;)
+    {
+      while (m->job == NULL && !m->stop)
+        pthread_cond_wait (&m->cv, &m->mu);
+      if (m->job == NULL)
+        break;
+      const struct io *io = m->job;
+      hhc_unlock (&m->mu);
+      int r = do_io (m, io);
+      hhc_lock (&m->mu);
+      m->result = r;
+      m->job = NULL;
+      m->done = true;
+      pthread_cond_broadcast (&m->cv);
+    }
+  hhc_unlock (&m->mu);
+  return NULL;
+}
+
+/* Run io on every healthy mirror at once; a mirror that fails is marked
+ * failed.  Returns 0 if at least one mirror succeeded.  Called by one
+ * thread at a time (the writer, or open/close with no writer).
+ */
+static int
+mirrors_io_locked (struct hhc_log *log, const struct io *io)
+{
+  bool use[LOG_MAX_MIRRORS];
+  int res[LOG_MAX_MIRRORS];
+  unsigned ok = 0, n = 0, left;
+
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    n += use[i] = !log->m[i].failed;
+  hhc_unlock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      if (!use[i])
+        continue;
+      if (n == 1 || !m->has_thread)
+        res[i] = do_io (m, io);
+      else
+        {
+          hhc_lock (&m->mu);
+          m->done = false;
+          m->job = io;
+          pthread_cond_broadcast (&m->cv);
+          hhc_unlock (&m->mu);
+        }
+    }
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      if (!use[i])
+        continue;
+      if (n > 1 && m->has_thread)
+        {
+          hhc_lock (&m->mu);
+          while (!m->done)
+            pthread_cond_wait (&m->cv, &m->mu);
+          res[i] = m->result;
+          hhc_unlock (&m->mu);
+        }
+      if (res[i] == 0)
+        {
+          ok++;
+          continue;
+        }
+      hhc_lock (&log->lock);
+      if (!m->failed)
+        {
+          m->failed = true;
+          log->healthy--;
+        }
+      left = log->healthy;
+      pthread_cond_broadcast (&log->done_cv);
+      pthread_cond_broadcast (&log->buf_cv);
+      hhc_unlock (&log->lock);
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log mirror %s failed: %s; it is no longer written (%u "
+               "healthy mirror%s left)",
+               m->dev->name, strerror (res[i]), left, left == 1 ? "" : "s");
+    }
+  hhc_lock (&log->lock);
+  log->st.syncs += io->sync;
+  hhc_unlock (&log->lock);
+  return ok ? 0 : EIO;
+}
+
+static int
+mirrors_io (struct hhc_log *log, const struct io *io)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  return mirrors_io_locked (log, io);
+}
+
+/* ---- superblock ---- */
+
+static void
+build_sb (struct hhc_log *log, unsigned char *sb)
+{
+  size_t idl = strlen (log->identity);
+
+  memset (sb, 0, SB_SIZE);
+  memcpy (sb, LOG_MAGIC, 8);
+  put32 (sb + 8, LOG_VERSION);
+  put32 (sb + 12, log->bs);
+  memcpy (sb + 16, log->uuid, 16);
+  memcpy (sb + 32, log->cache_uuid, 16);
+  put64 (sb + 48, log->volume_size);
+  put64 (sb + 56, log->region_size);
+  put32 (sb + 64, log->segment_size);
+  put32 (sb + 68, idl);
+  put64 (sb + 72, log->hint_off);
+  put64 (sb + 80, log->hint_seq);
+  put64 (sb + 88, log->sb_gen);
+  memcpy (sb + 96, log->identity, idl);
+  put32 (sb + 4092, crc32c (0, sb, 4092));
+}
+
+/* Write the superblock (next generation, over the older copy) to every
+ * healthy mirror and sync (io_lock held).
+ */
+static int
+write_sb_locked (struct hhc_log *log)
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
+  struct io io = { .n = 1, .sync = true };
+
+  if (sb == NULL)
+    return ENOMEM;
+  log->sb_gen++;
+  build_sb (log, sb);
+  io.p[0] = sb;
+  io.len[0] = SB_SIZE;
+  io.off[0] = (log->sb_gen & 1) * SB_SIZE;
+  return mirrors_io_locked (log, &io);
+}
+
+static int
+write_sb (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  return write_sb_locked (log);
+}
+
+/* Read a mirror's superblock: 0 (valid, into sbout), ENOENT (blank),
+ * EINVAL (corrupt, logged).
+ */
+static int
+read_sb (struct hhc_log *log, struct mirror *m, unsigned char *sbout)
+{
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * SB_SIZE);
+  bool magic = false;
+  uint64_t best_gen = 0;
+  int best = -1, r;
+
+  if (buf == NULL)
+    return ENOMEM;
+  if ((r = dev_pread (m->dev, buf, 2 * SB_SIZE, 0)) != 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR, "log %s: reading superblock: %s",
+               m->dev->name, strerror (r));
+      return r;
+    }
+  for (int c = 0; c < 2; c++)
+    {
+      unsigned char *sb = buf + c * SB_SIZE;
+      if (memcmp (sb, LOG_MAGIC, 8) != 0)
+        continue;
+      magic = true;
+      if (crc32c (0, sb, 4092) != get32 (sb + 4092)
+          || get32 (sb + 8) != LOG_VERSION)
+        continue;
+      if (best < 0 || get64 (sb + 88) > best_gen)
+        {
+          best = c;
+          best_gen = get64 (sb + 88);
+        }
+    }
+  if (best < 0 && !magic)
+    return ENOENT;
+  if (best < 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s: superblock is corrupt (bad checksum or version)",
+               m->dev->name);
+      return EINVAL;
+    }
+  memcpy (sbout, buf + best * SB_SIZE, SB_SIZE);
+  return 0;
+}
+
+/* ---- scanning ---- */
+
+static void
+scan_free (struct scan *s)
+{
+  seginfo_vec_reset (&s->segs);
+}
+
+/* Check a segment header read at lpos; the header's first 4 KiB are in
+ * h.  Returns true if it looks like segment seq of this log.
+ */
+static bool
+header_ok (struct hhc_log *log, const unsigned char *h, uint64_t seq,
+           uint64_t phys)
+{
+  uint32_t hl = get32 (h + 36), nb = get32 (h + 28), nr = get32 (h + 32);
+
+  if (memcmp (h, LOG_SEG_MAGIC, 8) != 0 || get64 (h + 8) != seq
+      || memcmp (h + 48, log->uuid, 16) != 0 || get64 (h + 40) != phys / ALIGN)
+    return false;
+  if (hl < ALIGN || hl % ALIGN || hl < hdr_len_for (nb, nr)
+      || nb > log->region_size / log->bs)
+    return false;
+  return phys + hl + data_len_for (log, nb) <= log->region_size;
+}
+
+/* Follow the chain of segments from the head hint on mirror m. */
+static int
+scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
+             uint64_t hint_seq, struct scan *s)
+{
+  const size_t chunk = 1024 * 1024;
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (ALIGN);
+  HHC_CLEANUP_FREE unsigned char *big = hhc_alloc_aligned (chunk);
+  uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
+  bool wrapped = false;
+
+  memset (s, 0, sizeof *s);
+  s->last_barrier = -1;
+  if (h == NULL || big == NULL)
+    return ENOMEM;
+  while (lpos - start < log->region_size)
+    {
+      uint64_t phys = lpos % log->region_size;
+      if (phys + ALIGN > log->region_size)
+        {
+          lpos += log->region_size - phys;
+          continue;
+        }
+      if (dev_pread (m->dev, h, ALIGN, LOG_REGION_OFF + phys) != 0
+          || !header_ok (log, h, seq, phys))
+        break;
+      uint32_t flags = get32 (h + 24), hl = get32 (h + 36);
+      uint32_t nb = get32 (h + 28), want = get32 (h + 80);
+      uint64_t dl = (uint64_t)nb * log->bs, done;
+      uint32_t crc;
+
+      put32 (h + 80, 0);
+      crc = crc32c (0, h, ALIGN);
+      /* The rest of the header, then the data, in chunks. */
+      bool bad = false;
+      for (done = ALIGN; !bad && done < hl + dl;)
+        {
+          uint64_t n = HHC_MIN ((uint64_t)chunk, hl + dl - done);
+          uint64_t rd = HHC_ROUND_UP (n, 512);
+          if (phys + done + rd > log->region_size
+              || dev_pread (m->dev, big, rd, LOG_REGION_OFF + phys + done))
+            bad = true;
+          else
+            crc = crc32c (crc, big, n);
+          done += n;
+        }
+      if (bad || crc != want)
+        break;
+      if (flags & LOG_F_WRAP)
+        {
+          if (wrapped || nb)
+            break;
+          wrapped = true;
+          lpos += log->region_size - phys;
+          continue;
+        }
+      wrapped = false;
+      struct seg_info si
+          = { seq, get64 (h + 16), lpos, flags, hl, nb, get32 (h + 32) };
+      if (seginfo_vec_append (&s->segs, si))
+        return ENOMEM;
+      if (flags & LOG_F_BARRIER)
+        s->last_barrier = s->segs.len - 1;
+      lpos += hl + data_len_for (log, nb);
+      seq++;
+    }
+  s->end_lpos = lpos;
+  s->end_seq = seq;
+  return 0;
+}
+
+/* ---- open ---- */
+
+static void
+free_log (struct hhc_log *log)
+{
+  if (log == NULL)
+    return;
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      if (log->m[i].own)
+        dev_close (log->m[i].dev);
+      pthread_mutex_destroy (&log->m[i].mu);
+      pthread_cond_destroy (&log->m[i].cv);
+    }
+  for (unsigned i = 0; log->bufs && i < log->nbufs; i++)
+    {
+      free (log->bufs[i].data);
+      free (log->bufs[i].lbas);
+      free (log->bufs[i].keys);
+      u64_vec_reset (&log->bufs[i].revokes);
+      u32_vec_reset (&log->bufs[i].deaths);
+    }
+  free (log->bufs);
+  free (log->ring);
+  free (log->keys);
+  free (log->unlogged);
+  u64_vec_reset (&log->pending_rev);
+  death_vec_reset (&log->deaths);
+  scan_free (&log->scan);
+  free (log->identity);
+  pthread_mutex_destroy (&log->lock);
+  pthread_mutex_destroy (&log->io_lock);
+  pthread_cond_destroy (&log->writer_cv);
+  pthread_cond_destroy (&log->done_cv);
+  pthread_cond_destroy (&log->buf_cv);
+  free (log);
+}
+
+/* Does a valid superblock belong to this backend? */
+static int
+check_sb_owner (struct hhc_log *log, struct mirror *m, const unsigned char *sb)
+{
+  uint32_t idl = get32 (sb + 68);
+
+  if (idl > IDENTITY_MAX || get64 (sb + 48) != log->volume_size
+      || get32 (sb + 12) != log->bs || idl != strlen (log->identity)
+      || memcmp (sb + 96, log->identity, idl) != 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s belongs to another volume (identity \"%.*s\", %" PRIu64
+               " bytes, block size %u; this volume is \"%s\", %" PRIu64
+               " bytes, block size %u): use a blank log device",
+               m->dev->name, (int)HHC_MIN (idl, IDENTITY_MAX), sb + 96,
+               get64 (sb + 48), get32 (sb + 12), log->identity,
+               log->volume_size, log->bs);
+      return EINVAL;
+    }
+  return 0;
+}
+
+static int
+alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
+{
+  log->nkeys = nkeys;
+  log->ring_cap = log->region_size / ALIGN + nbuffers + 2;
+  log->ring = calloc (log->ring_cap, sizeof *log->ring);
+  log->keys = malloc ((size_t)HHC_MAX (nkeys, 1) * sizeof *log->keys);
+  log->unlogged = calloc ((nkeys + 63) / 64 + 1, 8);
+  log->nbufs = nbuffers;
+  log->bufs = calloc (nbuffers, sizeof *log->bufs);
+  if (!log->ring || !log->keys || !log->unlogged || !log->bufs)
+    return ENOMEM;
+  for (uint32_t k = 0; k < nkeys; k++)
+    log->keys[k] = (struct key){ 0, LOG_NONE, 0, LOG_NONE, LOG_NONE };
+  for (unsigned i = 0; i < nbuffers; i++)
+    {
+      struct buf *b = &log->bufs[i];
+      b->data = hhc_alloc_aligned ((size_t)log->max_blocks * log->bs);
+      b->lbas = malloc ((size_t)log->max_blocks * 8);
+      b->keys = malloc ((size_t)log->max_blocks * 4);
+      if (!b->data || !b->lbas || !b->keys)
+        return ENOMEM;
+      b->next = log->freelist;
+      log->freelist = b;
+    }
+  return 0;
+}
+
+int
+log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
+          struct hhc_log **logp, enum log_found *found)
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
+  HHC_CLEANUP_FREE unsigned char *good = hhc_alloc_aligned (SB_SIZE);
+  struct hhc_log *log = calloc (1, sizeof *log);
+  uint64_t min_size = UINT64_MAX;
+  unsigned nvalid = 0;
+  int r = 0;
+
+  if (log == NULL || sb == NULL || good == NULL)
+    {
+      free (log);
+      return ENOMEM;
+    }
+  pthread_mutex_init (&log->lock, NULL);
+  pthread_mutex_init (&log->io_lock, NULL);
+  pthread_cond_init (&log->writer_cv, NULL);
+  pthread_cond_init (&log->done_cv, NULL);
+  pthread_cond_init (&log->buf_cv, NULL);
+  log->logfn = conf->log;
+  log->bs = conf->block_size;
+  log->volume_size = conf->volume_size;
+  log->segment_size = conf->segment_size ? conf->segment_size : 1024 * 1024;
+  log->segment_size = HHC_MAX (log->segment_size, log->bs);
+  log->max_blocks = log->segment_size / log->bs;
+  log->identity = strndup (conf->identity ? conf->identity : "", IDENTITY_MAX);
+  if (log->identity == NULL)
+    {
+      r = ENOMEM;
+      goto fail;
+    }
+  if (conf->npaths == 0 || conf->npaths > LOG_MAX_MIRRORS)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR, "log= may be given 1 to %d times",
+               LOG_MAX_MIRRORS);
+      r = EINVAL;
+      goto fail;
+    }
+  for (unsigned i = 0; i < conf->npaths; i++)
+    {
+      struct mirror *m = &log->m[log->nm++];
+      pthread_mutex_init (&m->mu, NULL);
+      pthread_cond_init (&m->cv, NULL);
+      if (conf->test_devs && conf->test_devs[i])
+        m->dev = conf->test_devs[i];
+      else
+        {
+          r = dev_open_file (conf->paths[i], 0, false, conf->log, &m->dev);
+          if (r)
+            goto fail;
+          m->own = true;
+        }
+      min_size = HHC_MIN (min_size, m->dev->size);
+    }
+  /* Superblocks: every valid one must be of the same log and backend. */
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      r = read_sb (log, m, sb);
+      if (r == ENOENT)
+        {
+          m->blank = true;
+          continue;
+        }
+      if (r || (r = check_sb_owner (log, m, sb)) != 0)
+        goto fail;
+      if (nvalid && memcmp (sb + 16, good + 16, 16) != 0)
+        {
+          hhc_log (conf->log, HHC_LOG_ERROR,
+                   "log mirrors %s and %s belong to different logs: give "
+                   "mirrors of one log, or blank devices",
+                   log->m[0].dev->name, m->dev->name);
+          r = EINVAL;
+          goto fail;
+        }
+      if (nvalid == 0 || get64 (sb + 88) > get64 (good + 88))
+        memcpy (good, sb, SB_SIZE);
+      nvalid++;
+    }
+  if (nvalid == 0)
+    {
+      log->region_size = min_size > LOG_REGION_OFF
+                             ? (min_size - LOG_REGION_OFF) / ALIGN * ALIGN
+                             : 0;
+      hhc_make_uuid (log->uuid);
+      memcpy (log->cache_uuid, cache_uuid, 16);
+      log->hint_off = 0;
+      log->hint_seq = 1;
+    }
+  else
+    {
+      memcpy (log->uuid, good + 16, 16);
+      memcpy (log->cache_uuid, good + 32, 16);
+      log->region_size = get64 (good + 56);
+      log->hint_off = get64 (good + 72);
+      log->hint_seq = get64 (good + 80);
+      log->sb_gen = get64 (good + 88);
+    }
+  /* A region must hold a few of the largest segments. */
+  uint64_t need
+      = 4 * ((uint64_t)log->segment_size + hdr_len_for (log->max_blocks, 0));
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->region_size < need || log->region_size % ALIGN
+        || log->m[i].dev->size < LOG_REGION_OFF + log->region_size
+        || log->hint_off >= log->region_size)
+      {
+        hhc_log (conf->log, HHC_LOG_ERROR,
+                 "log %s: device is too small (%" PRIu64
+                 " bytes; with segment-size=%u it needs at least %" PRIu64 ")",
+                 log->m[i].dev->name, log->m[i].dev->size, log->segment_size,
+                 LOG_REGION_OFF + HHC_MAX (need, log->region_size));
+        r = EINVAL;
+        goto fail;
+      }
+  log->healthy = log->nm;
+  log->st.mirrors = log->nm;
+  if (nvalid == 0)
+    {
+      /* Format: the superblock on every mirror, and the first segment
+       * position cleared so no older log's data can be mistaken.
+       */
+      HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (2 * SB_SIZE);
+      struct io io = { .n = 2, .sync = true };
+      if (zero == NULL)
+        {
+          r = ENOMEM;
+          goto fail;
+        }
+      io.p[0] = io.p[1] = zero;
+      io.len[0] = 2 * SB_SIZE;
+      io.len[1] = ALIGN;
+      io.off[0] = 0;
+      io.off[1] = LOG_REGION_OFF;
+      if ((r = mirrors_io (log, &io)) != 0 || (r = write_sb (log)) != 0
+          || log->healthy < log->nm)
+        {
+          r = r ? r : EIO;
+          hhc_log (conf->log, HHC_LOG_ERROR, "formatting the log failed");
+          goto fail;
+        }
+      for (unsigned i = 0; i < log->nm; i++)
+        log->m[i].blank = false;
+      hhc_log (conf->log, HHC_LOG_INFO,
+               "log: formatted %u mirror%s, region of %" PRIu64 " bytes",
+               log->nm, log->nm == 1 ? "" : "s", log->region_size);
+      *found = LOG_FOUND_BLANK;
+    }
+  else
+    *found = LOG_FOUND_VALID;
+
+  /* Scan every valid mirror; the one with the newest barrier counts. */
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct scan s;
+      if (log->m[i].blank)
+        continue;
+      if ((r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s))
+          != 0)
+        goto fail;
+      long lb = s.last_barrier, cb = log->scan.last_barrier;
+      bool better
+          = log->scan.end_seq == 0
+            || (lb >= 0
+                && (cb < 0 || s.segs.ptr[lb].seq > log->scan.segs.ptr[cb].seq))
+            || (lb == cb && s.end_seq > log->scan.end_seq);
+      if (better)
+        {
+          scan_free (&log->scan);
+          log->scan = s;
+          log->best = i;
+        }
+      else
+        scan_free (&s);
+    }
+  if (*found == LOG_FOUND_BLANK)
+    {
+      log->scan.end_lpos = 0;
+      log->scan.end_seq = 1;
+      log->scan.last_barrier = -1;
+    }
+  log->nbufs = conf->nbuffers ? conf->nbuffers : 4;
+  *logp = log;
+  return 0;
+
+fail:
+  free_log (log);
+  return r ? r : EINVAL;
+}
+
+void
+log_uuids (struct hhc_log *log, uint8_t log_uuid[16], uint8_t cache_uuid[16])
+{
+  memcpy (log_uuid, log->uuid, 16);
+  memcpy (cache_uuid, log->cache_uuid, 16);
+}
+
+/* ---- replay ---- */
+
+/* LBA -> device offset of its data (UINT64_MAX: revoked). */
+struct rmap {
+  uint64_t *lba, *off;
+  size_t cap, n;
+};
+
+static uint64_t *
+rmap_slot (struct rmap *m, uint64_t lba)
+{
+  size_t i = hhc_hash64 (lba) & (m->cap - 1);
+
+  while (m->lba[i] != UINT64_MAX && m->lba[i] != lba)
+    i = (i + 1) & (m->cap - 1);
+  if (m->lba[i] == UINT64_MAX)
+    {
+      m->lba[i] = lba;
+      m->off[i] = UINT64_MAX;
+      m->n++;
+    }
+  return &m->off[i];
+}
+
+int
+log_replay (struct hhc_log *log,
+            int (*write) (void *opaque, const void *buf, uint64_t lba),
+            void (*progress) (void *opaque, uint64_t done, uint64_t total),
+            void *opaque)
+{
+  struct scan *s = &log->scan;
+  struct mirror *m = &log->m[log->best];
+  uint64_t nblocks = (log->volume_size + log->bs - 1) / log->bs;
+  uint64_t entries = 0, done = 0, total = 0, start_seq;
+  struct rmap map = { 0 };
+  HHC_CLEANUP_FREE unsigned char *hdr = NULL;
+  HHC_CLEANUP_FREE char *blk = hhc_alloc_aligned (log->bs);
+  uint32_t maxhl = ALIGN;
+  long first = -1;
+  int r = 0;
+
+  if (s->last_barrier < 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_INFO,
+               "log replay: no complete barrier in the log, nothing to "
+               "replay");
+      return 0;
+    }
+  start_seq = HHC_MAX (log->hint_seq, s->segs.ptr[s->last_barrier].base);
+  for (long i = 0; i <= s->last_barrier; i++)
+    if (s->segs.ptr[i].seq >= start_seq)
+      {
+        if (first < 0)
+          first = i;
+        entries += s->segs.ptr[i].nblocks + s->segs.ptr[i].nrevokes;
+        maxhl = HHC_MAX (maxhl, s->segs.ptr[i].hdr_len);
+      }
+  if (first < 0)
+    return 0;
+  map.cap = 16;
+  while (map.cap < 2 * entries + 16)
+    map.cap *= 2;
+  map.lba = malloc (map.cap * 8);
+  map.off = malloc (map.cap * 8);
+  hdr = hhc_alloc_aligned (maxhl);
+  if (!map.lba || !map.off || !hdr || !blk)
+    {
+      r = ENOMEM;
+      goto out;
+    }
+  memset (map.lba, 0xff, map.cap * 8);
+  hhc_log (log->logfn, HHC_LOG_INFO,
+           "log replay: segments %" PRIu64 " to %" PRIu64 " from %s",
+           s->segs.ptr[first].seq, s->segs.ptr[s->last_barrier].seq,
+           m->dev->name);
+  for (long i = first; i <= s->last_barrier; i++)
+    {
+      struct seg_info *si = &s->segs.ptr[i];
+      uint64_t phys = si->lpos % log->region_size;
+      if ((r = dev_pread (m->dev, hdr, si->hdr_len, LOG_REGION_OFF + phys))
+          != 0)
+        goto out;
+      const unsigned char *lbas = hdr + LOG_HDR_FIXED;
+      const unsigned char *revs = lbas + 8 * (size_t)si->nblocks;
+      for (uint32_t j = 0; j < si->nrevokes; j++)
+        *rmap_slot (&map, get64 (revs + 8 * j)) = UINT64_MAX;
+      for (uint32_t j = 0; j < si->nblocks; j++)
+        {
+          uint64_t lba = get64 (lbas + 8 * j);
+          if (lba >= nblocks)
+            {
+              hhc_log (log->logfn, HHC_LOG_ERROR,
+                       "log %s: segment %" PRIu64 " names block %" PRIu64
+                       " beyond the volume: refusing to replay",
+                       m->dev->name, si->seq, lba);
+              r = EINVAL;
+              goto out;
+            }
+          *rmap_slot (&map, lba)
+              = LOG_REGION_OFF + phys + si->hdr_len + (uint64_t)j * log->bs;
+        }
+    }
+  for (size_t i = 0; i < map.cap; i++)
+    total += map.lba[i] != UINT64_MAX && map.off[i] != UINT64_MAX;
+  for (size_t i = 0; i < map.cap && r == 0; i++)
+    {
+      if (map.lba[i] == UINT64_MAX || map.off[i] == UINT64_MAX)
+        continue;
+      r = dev_pread (m->dev, blk, log->bs, map.off[i]);
+      if (r == 0)
+        r = write (opaque, blk, map.lba[i]);
+      if (r == 0 && progress && (++done % 256 == 0 || done == total))
+        progress (opaque, done, total);
+    }
+  if (r == 0)
+    hhc_log (log->logfn, HHC_LOG_INFO,
+             "log replay: wrote %" PRIu64 " blocks to the backend", total);
+out:
+  if (r)
+    hhc_log (log->logfn, HHC_LOG_ERROR, "log replay failed: %s", strerror (r));
+  free (map.lba);
+  free (map.off);
+  return r;
+}
+
+/* ---- in-memory log (lock held) ---- */
+
+static struct seg *
+ring_of (struct hhc_log *log, uint64_t seq)
+{
+  return &log->ring[seq % log->ring_cap];
+}
+
+static void
+chain_remove (struct hhc_log *log, uint32_t k)
+{
+  struct key *e = &log->keys[k];
+  struct seg *g = &log->ring[e->seg];
+
+  if (e->prev != LOG_NONE)
+    log->keys[e->prev].next = e->next;
+  else
+    g->chain = e->next;
+  if (e->next != LOG_NONE)
+    log->keys[e->next].prev = e->prev;
+  e->prev = e->next = LOG_NONE;
+}
+
+static void
+chain_add (struct hhc_log *log, uint32_t k, uint32_t ring)
+{
+  struct key *e = &log->keys[k];
+  struct seg *g = &log->ring[ring];
+
+  e->seg = ring;
+  e->prev = LOG_NONE;
+  e->next = g->chain;
+  if (g->chain != LOG_NONE)
+    log->keys[g->chain].prev = k;
+  g->chain = k;
+}
+
+/* Make b the buffer being filled, with the next sequence number. */
+static void
+make_current (struct hhc_log *log, struct buf *b)
+{
+  struct seg *g = ring_of (log, log->next_seq);
+
+  b->seq = log->next_seq++;
+  b->nblocks = 0;
+  b->barrier = false;
+  b->revokes.len = 0;
+  b->deaths.len = 0;
+  *g = (struct seg){ .seq = b->seq, .chain = LOG_NONE, .state = SEG_FILLING };
+  /* Revokes issued while no buffer was current belong here. */
+  for (size_t i = 0; i < log->pending_rev.len; i++)
+    if (u64_vec_append (&b->revokes, log->pending_rev.ptr[i]))
+      abort ();
+  log->pending_rev.len = 0;
+  log->cur = b;
+  pthread_cond_broadcast (&log->buf_cv);
+}
+
+/* Seal the current buffer and queue it for the writer. */
+static void
+seal (struct hhc_log *log)
+{
+  struct buf *b = log->cur;
+
+  ring_of (log, b->seq)->state = SEG_SEALED;
+  b->next = NULL;
+  if (log->qtail)
+    log->qtail->next = b;
+  else
+    log->qhead = b;
+  log->qtail = b;
+  log->cur = NULL;
+  if (log->freelist)
+    {
+      struct buf *f = log->freelist;
+      log->freelist = f->next;
+      make_current (log, f);
+    }
+  pthread_cond_broadcast (&log->writer_cv);
+}
+
+static void
+add_revoke (struct hhc_log *log, uint64_t lba)
+{
+  struct u64_vec *v = log->cur ? &log->cur->revokes : &log->pending_rev;
+
+  if (u64_vec_append (v, lba))
+    abort (); /* cannot be refused; tiny */
+  log->st.revokes++;
+}
+
+void
+log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+  struct key *e = &log->keys[key];
+  struct buf *b = log->cur;
+
+  e->lba = lba;
+  if (b == NULL || log->healthy == 0)
+    {
+      set_unlogged (log, key, true);
+      return;
+    }
+  uint32_t ring = b->seq % log->ring_cap;
+  log->st.blocks++;
+  set_unlogged (log, key, false);
+  if (e->seg == ring)
+    {
+      /* Still in the buffer being filled: replace in place. */
+      memcpy (b->data + (size_t)(e->pos & POS_MASK) * log->bs, data, log->bs);
+      return;
+    }
+  uint32_t older = 0;
+  if (e->seg != LOG_NONE)
+    {
+      /* The older entry dies once this one is under a barrier. */
+      if (u32_vec_append (&b->deaths, e->seg))
+        abort ();
+      chain_remove (log, key);
+      older = POS_OLDER;
+    }
+  uint32_t pos = b->nblocks++;
+  memcpy (b->data + (size_t)pos * log->bs, data, log->bs);
+  b->lbas[pos] = lba;
+  b->keys[pos] = key;
+  e->pos = pos | older;
+  chain_add (log, key, ring);
+  log->ring[ring].live++;
+  if (b->nblocks == log->max_blocks)
+    seal (log);
+}
+
+void
+log_update (struct hhc_log *log, uint32_t key, uint64_t lba, const void *buf,
+            uint32_t off, uint32_t len)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+  struct key *e = &log->keys[key];
+
+  e->lba = lba;
+  if (log->cur && e->seg == log->cur->seq % log->ring_cap
+      && !is_unlogged (log, key))
+    memcpy (log->cur->data + (size_t)(e->pos & POS_MASK) * log->bs + off, buf,
+            len);
+  else
+    set_unlogged (log, key, true); /* a barrier reads it back */
+}
+
+void
+log_revoke (struct hhc_log *log, uint32_t key, uint64_t lba)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+  struct key *e = &log->keys[key];
+  struct buf *b = log->cur;
+
+  set_unlogged (log, key, false);
+  if (e->seg == LOG_NONE)
+    return;
+  struct seg *g = &log->ring[e->seg];
+  bool in_cur = b && e->seg == b->seq % log->ring_cap;
+  if (in_cur)
+    {
+      /* Void it in memory: move the last block into its place. */
+      uint32_t pos = e->pos & POS_MASK, last = b->nblocks - 1;
+      if (e->pos & POS_OLDER)
+        add_revoke (log, lba);
+      if (pos != last)
+        {
+          memcpy (b->data + (size_t)pos * log->bs,
+                  b->data + (size_t)last * log->bs, log->bs);
+          b->lbas[pos] = b->lbas[last];
+          b->keys[pos] = b->keys[last];
+          struct key *moved = &log->keys[b->keys[pos]];
+          moved->pos = pos | (moved->pos & POS_OLDER);
+        }
+      b->nblocks--;
+    }
+  else
+    add_revoke (log, lba);
+  chain_remove (log, key);
+  g->live--;
+  e->seg = LOG_NONE;
+  pthread_cond_broadcast (&log->writer_cv); /* the head may move */
+}
+
+void
+log_forget (struct hhc_log *log, uint32_t key, uint64_t lba)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  if (log->keys[key].lba == lba && log->keys[key].seg == LOG_NONE)
+    set_unlogged (log, key, false);
+}
+
+bool
+log_is_logged (struct hhc_log *log, uint32_t key)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  return log->keys[key].seg != LOG_NONE && !is_unlogged (log, key);
+}
+
+bool
+log_healthy (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  return log->healthy > 0;
+}
+
+/* Logical position of the in-memory head. */
+static uint64_t
+mem_head_lpos (struct hhc_log *log)
+{
+  if (!log->rebased)
+    return log->phead_lpos;
+  if (log->head_seq < log->written_seq)
+    return ring_of (log, log->head_seq)->lpos;
+  return log->tail_lpos;
+}
+
+static uint64_t
+used_bytes (struct hhc_log *log)
+{
+  uint64_t h = log->rebased ? mem_head_lpos (log) : log->phead_lpos;
+  return log->tail_lpos - h;
+}
+
+double
+log_usage (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  if (log->healthy == 0 || log->region_size == 0)
+    return 0;
+  return (double)used_bytes (log) / log->region_size;
+}
+
+static void
+advance_head (struct hhc_log *log)
+{
+  while (log->head_seq < log->written_seq)
+    {
+      struct seg *g = ring_of (log, log->head_seq);
+      if (g->state != SEG_WRITTEN || g->live > 0)
+        break;
+      log->head_seq++;
+    }
+}
+
+/* Deaths whose superseding segment is now under a durable barrier. */
+static void
+apply_deaths (struct hhc_log *log)
+{
+  while (log->deaths_done < log->deaths.len
+         && log->deaths.ptr[log->deaths_done].seq <= log->durable_barrier)
+    {
+      log->ring[log->deaths.ptr[log->deaths_done].ring].live--;
+      log->deaths_done++;
+    }
+  if (log->deaths_done == log->deaths.len)
+    log->deaths.len = log->deaths_done = 0;
+  advance_head (log);
+}
+
+/* ---- the writer ---- */
+
+/* Persist the in-memory head (lock held; dropped during I/O).  Every
+ * written segment is synced first: the entries that made the old head
+ * segments dead must be durable before those segments may be
+ * overwritten.
+ */
+static int
+persist_head (struct hhc_log *log)
+{
+  struct io sync = { .sync = true, .sync_only = true };
+  uint64_t lpos, seq;
+  int r;
+
+  hhc_unlock (&log->lock);
+  hhc_lock (&log->io_lock); /* io_lock -> lock */
+  hhc_lock (&log->lock);
+  lpos = mem_head_lpos (log);
+  seq = log->head_seq < log->written_seq ? log->head_seq : log->written_seq;
+  if (lpos <= log->phead_lpos)
+    {
+      hhc_unlock (&log->io_lock);
+      return 0;
+    }
+  hhc_unlock (&log->lock);
+  log->hint_off = lpos % log->region_size;
+  log->hint_seq = seq;
+  r = mirrors_io_locked (log, &sync);
+  if (r == 0)
+    r = write_sb_locked (log);
+  hhc_lock (&log->lock);
+  if (r == 0)
+    {
+      log->phead_lpos = lpos;
+      log->phead_seq = seq;
+      log->st.head_persists++;
+    }
+  hhc_unlock (&log->io_lock);
+  return r;
+}
+
+/* Build b's header into hdr (crc over header and data). */
+static void
+build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
+              uint32_t hl, uint64_t phys, uint32_t flags)
+{
+  memset (hdr, 0, hl);
+  memcpy (hdr, LOG_SEG_MAGIC, 8);
+  put64 (hdr + 8, b->seq);
+  put64 (hdr + 16, log->base_seq);
+  put32 (hdr + 24, flags);
+  put32 (hdr + 28, b->nblocks);
+  put32 (hdr + 32, b->revokes.len);
+  put32 (hdr + 36, hl);
+  put64 (hdr + 40, phys / ALIGN);
+  memcpy (hdr + 48, log->uuid, 16);
+  memcpy (hdr + 64, log->cache_uuid, 16);
+  for (uint32_t i = 0; i < b->nblocks; i++)
+    put64 (hdr + LOG_HDR_FIXED + 8 * i, b->lbas[i]);
+  for (size_t i = 0; i < b->revokes.len; i++)
+    put64 (hdr + LOG_HDR_FIXED + 8 * (b->nblocks + i), b->revokes.ptr[i]);
+  uint32_t crc = crc32c (0, hdr, hl);
+  crc = crc32c (crc, b->data, (size_t)b->nblocks * log->bs);
+  put32 (hdr + 80, crc);
+}
+
+/* Relog the keys of the head segment when space is short and the head
+ * holds little live data (active reclaim; lock held, dropped).
+ */
+static bool
+active_reclaim (struct hhc_log *log)
+{
+  uint32_t keys[64];
+  uint64_t lbas[64];
+  unsigned n = 0;
+
+  if (!log->rebased || log->cb.relog == NULL || log->cur == NULL
+      || log->head_seq >= log->written_seq
+      || used_bytes (log) * 4 < log->region_size * 3)
+    return false;
+  struct seg *g = ring_of (log, log->head_seq);
+  if ((uint64_t)g->live * log->bs * 2 > g->len)
+    return false; /* mostly live: write-back must make room */
+  for (uint32_t k = g->chain; k != LOG_NONE && n < 64; k = log->keys[k].next)
+    if (!is_unlogged (log, k))
+      {
+        lbas[n] = log->keys[k].lba;
+        keys[n++] = k;
+      }
+  if (n == 0)
+    return false;
+  struct log_callbacks cb = log->cb;
+  hhc_unlock (&log->lock);
+  for (unsigned i = 0; i < n; i++)
+    cb.relog (cb.opaque, keys[i], lbas[i]);
+  hhc_lock (&log->lock);
+  log->st.reclaimed += n;
+  return true;
+}
+
+/* Write sealed buffer b at the tail (lock held; dropped during I/O). */
+static void
+write_buffer (struct hhc_log *log, struct buf *b)
+{
+  /* Past half full every segment is a barrier, so that entries it
+   * supersedes die (and the head can move) without waiting for a
+   * client's FLUSH.
+   */
+  bool tight = used_bytes (log) * 2 >= log->region_size;
+  uint32_t hl = hdr_len_for (b->nblocks, b->revokes.len);
+  uint64_t dl = data_len_for (log, b->nblocks), len = hl + dl;
+  uint64_t l, phys;
+  HHC_CLEANUP_FREE unsigned char *hdr = NULL;
+  HHC_CLEANUP_FREE unsigned char *marker = NULL;
+  struct io io = { 0 };
+  int r = 0;
+
+  for (;;)
+    {
+      l = log->tail_lpos;
+      phys = l % log->region_size;
+      if (phys + len > log->region_size)
+        l += log->region_size - phys;
+      if (log->healthy == 0 || l + len <= log->phead_lpos + log->region_size)
+        break;
+      /* Full: persist a newer head if there is one, else wait for
+       * write-back to void entries.
+       */
+      if (log->rebased && mem_head_lpos (log) > log->phead_lpos)
+        {
+          if (persist_head (log) == 0)
+            continue;
+        }
+      if (log->stop && log->cb.pressure == NULL)
+        break;
+      log->st.full_waits++;
+      struct log_callbacks cb = log->cb;
+      if (cb.pressure)
+        {
+          hhc_unlock (&log->lock);
+          cb.pressure (cb.opaque);
+          hhc_lock (&log->lock);
+        }
+      struct timespec ts;
+      hhc_deadline (&ts, 50);
+      pthread_cond_timedwait (&log->writer_cv, &log->lock, &ts);
+    }
+  bool fits = l + len <= log->phead_lpos + log->region_size;
+  /* Pop b. */
+  log->qhead = b->next;
+  if (log->qhead == NULL)
+    log->qtail = NULL;
+  if (tight)
+    b->barrier = true; /* so that superseded entries die soon */
+  if (log->healthy > 0 && fits)
+    {
+      uint32_t flags = b->barrier ? LOG_F_BARRIER : 0;
+      log->writer_busy = true;
+      hhc_unlock (&log->lock);
+      hdr = hhc_alloc_aligned (hl);
+      if (hdr == NULL)
+        r = ENOMEM;
+      else
+        {
+          phys = l % log->region_size;
+          build_header (log, b, hdr, hl, phys, flags);
+          if (l != log->tail_lpos
+              && log->tail_lpos % log->region_size + ALIGN <= log->region_size)
+            {
+              /* Wrap marker where the segment would have gone. */
+              uint64_t mp = log->tail_lpos % log->region_size;
+              struct buf empty = { .seq = b->seq };
+              marker = hhc_alloc_aligned (ALIGN);
+              if (marker == NULL)
+                r = ENOMEM;
+              else
+                {
+                  build_header (log, &empty, marker, ALIGN, mp, LOG_F_WRAP);
+                  io.p[io.n] = marker;
+                  io.len[io.n] = ALIGN;
+                  io.off[io.n++] = LOG_REGION_OFF + mp;
+                }
+            }
+          io.p[io.n] = hdr;
+          io.len[io.n] = hl;
+          io.off[io.n++] = LOG_REGION_OFF + phys;
+          if (b->nblocks)
+            {
+              io.p[io.n] = b->data;
+              io.len[io.n] = dl;
+              io.off[io.n++] = LOG_REGION_OFF + phys + hl;
+            }
+          io.sync = b->barrier;
+          if (r == 0)
+            r = mirrors_io (log, &io);
+        }
+      hhc_lock (&log->lock);
+      log->writer_busy = false;
+      if (r == 0)
+        {
+          log->st.segments++;
+          log->st.bytes += len;
+          log->st.barriers += b->barrier;
+        }
+    }
+  else
+    r = EIO;
+  if (r && log->healthy > 0)
+    {
+      /* Could not write it (no memory, or stopping with a full log):
+       * later barriers must not count it, so the log stops here.
+       */
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log: segment %" PRIu64 " could not be written: %s; the log "
+               "is no longer used",
+               b->seq, strerror (r));
+      for (unsigned i = 0; i < log->nm; i++)
+        log->m[i].failed = true;
+      log->healthy = 0;
+    }
+  struct seg *g = ring_of (log, b->seq);
+  g->state = SEG_WRITTEN;
+  g->lpos = l;
+  g->len = len;
+  log->tail_lpos = l + len;
+  log->written_seq = b->seq + 1;
+  for (size_t i = 0; i < b->deaths.len; i++)
+    if (death_vec_append (&log->deaths,
+                          (struct death){ b->seq, b->deaths.ptr[i] }))
+      abort ();
+  if (r == 0 && b->barrier)
+    log->durable_barrier = b->seq;
+  apply_deaths (log);
+  pthread_cond_broadcast (&log->done_cv);
+  /* The buffer is free again. */
+  if (log->cur == NULL)
+    make_current (log, b);
+  else
+    {
+      b->next = log->freelist;
+      log->freelist = b;
+    }
+  struct log_callbacks cb = log->cb;
+  if (cb.pressure && used_bytes (log) * 2 >= log->region_size)
+    {
+      hhc_unlock (&log->lock);
+      cb.pressure (cb.opaque);
+      hhc_lock (&log->lock);
+    }
+}
+
+static void *
+writer_thread (void *arg)
+{
+  struct hhc_log *log = arg;
+
+  hhc_lock (&log->lock);
+  for (;;)
+    {
+      struct buf *b = log->qhead;
+      if (b == NULL && log->cur && log->want_barrier >= log->cur->seq)
+        {
+          log->cur->barrier = true;
+          seal (log);
+          b = log->qhead;
+        }
+      if (b)
+        {
+          write_buffer (log, b);
+          continue;
+        }
+      if (log->stop)
+        break;
+      if (active_reclaim (log))
+        continue;
+      struct timespec ts;
+      hhc_deadline (&ts, 1000);
+      pthread_cond_timedwait (&log->writer_cv, &log->lock, &ts);
+    }
+  hhc_unlock (&log->lock);
+  return NULL;
+}
+
+int
+log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
+           const struct log_callbacks *cb)
+{
+  bool repair = memcmp (log->cache_uuid, cache_uuid, 16) != 0;
+  bool joined = false;
+  int r;
+
+  if ((r = alloc_mem (log, log->nbufs, nkeys)) != 0)
+    return r;
+  if (cb)
+    log->cb = *cb;
+  for (unsigned i = 0; i < log->nm; i++)
+    joined |= log->m[i].blank;
+  memcpy (log->cache_uuid, cache_uuid, 16);
+  /* Continue after the chain found by the scan. */
+  log->tail_lpos = log->scan.end_lpos;
+  log->next_seq = log->scan.end_seq;
+  log->phead_lpos = log->hint_off;
+  log->phead_seq = log->hint_seq;
+  log->head_seq = log->written_seq = log->base_seq = log->next_seq;
+  log->durable_barrier = log->next_seq - 1;
+  log->want_barrier = 0;
+  if (repair || joined)
+    {
+      if (joined)
+        hhc_log (log->logfn, HHC_LOG_INFO,
+                 "log: a blank mirror joins the log; it is complete after "
+                 "the first barrier of this run");
+      if ((r = write_sb (log)) != 0)
+        return r;
+    }
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].blank = false;
+  hhc_lock (&log->lock);
+  log->freelist = NULL;
+  for (unsigned i = 0; i < log->nbufs; i++)
+    {
+      log->bufs[i].next = log->freelist;
+      log->freelist = &log->bufs[i];
+    }
+  struct buf *f = log->freelist;
+  log->freelist = f->next;
+  make_current (log, f);
+  hhc_unlock (&log->lock);
+  if (log->nm > 1)
+    for (unsigned i = 0; i < log->nm; i++)
+      {
+        if ((r = pthread_create (&log->m[i].thread, NULL, mirror_thread,
+                                 &log->m[i]))
+            != 0)
+          return r;
+        log->m[i].has_thread = true;
+      }
+  if ((r = pthread_create (&log->writer, NULL, writer_thread, log)) != 0)
+    return r;
+  log->started = true;
+  return 0;
+}
+
+void
+log_stop (struct hhc_log *log)
+{
+  if (log == NULL || !log->started)
+    return;
+  hhc_lock (&log->lock);
+  log->stop = true;
+  log->cb.pressure = NULL; /* the flusher is gone */
+  log->cb.relog = NULL;
+  pthread_cond_broadcast (&log->writer_cv);
+  hhc_unlock (&log->lock);
+  pthread_join (log->writer, NULL);
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].has_thread)
+      {
+        hhc_lock (&log->m[i].mu);
+        log->m[i].stop = true;
+        pthread_cond_broadcast (&log->m[i].cv);
+        hhc_unlock (&log->m[i].mu);
+        pthread_join (log->m[i].thread, NULL);
+        log->m[i].has_thread = false;
+      }
+  log->started = false;
+}
+
+void
+log_close (struct hhc_log *log)
+{
+  log_stop (log);
+  free_log (log);
+}
+
+/* Read back every key that is dirty but not in the log (snapshot). */
+static int
+relog_unlogged (struct hhc_log *log)
+{
+  HHC_CLEANUP_FREE uint64_t *snap = NULL;
+  size_t words = ((size_t)log->nkeys + 63) / 64;
+
+  hhc_lock (&log->lock);
+  if (log->nunlogged == 0)
+    {
+      hhc_unlock (&log->lock);
+      return 0;
+    }
+  snap = malloc (words * 8);
+  if (snap)
+    memcpy (snap, log->unlogged, words * 8);
+  hhc_unlock (&log->lock);
+  if (snap == NULL)
+    return ENOMEM;
+  for (size_t w = 0; w < words; w++)
+    for (uint64_t bits = snap[w]; bits; bits &= bits - 1)
+      {
+        uint32_t k = w * 64 + __builtin_ctzll (bits);
+        for (;;)
+          {
+            hhc_lock (&log->lock);
+            while (log->cur == NULL && log->healthy > 0)
+              pthread_cond_wait (&log->buf_cv, &log->lock);
+            bool todo = is_unlogged (log, k) && log->healthy > 0;
+            uint64_t lba = log->keys[k].lba;
+            hhc_unlock (&log->lock);
+            if (!todo)
+              break;
+            struct log_callbacks cb;
+            hhc_lock (&log->lock);
+            cb = log->cb;
+            hhc_unlock (&log->lock);
+            int r = cb.relog ? cb.relog (cb.opaque, k, lba) : EIO;
+            if (r)
+              return r;
+            hhc_lock (&log->lock);
+            log->st.relogged++;
+            hhc_unlock (&log->lock);
+          }
+      }
+  return 0;
+}
+
+int
+log_barrier (struct hhc_log *log)
+{
+  int r = relog_unlogged (log);
+
+  if (r)
+    return r;
+  HHC_SCOPED_LOCK (&log->lock);
+  if (log->healthy == 0)
+    return EIO;
+  /* Nothing new since the last barrier? */
+  if (log->cur && log->cur->nblocks == 0 && log->cur->revokes.len == 0
+      && log->qhead == NULL && !log->writer_busy
+      && log->durable_barrier + 1 == log->written_seq)
+    return 0;
+  uint64_t target = log->cur ? log->cur->seq : log->next_seq;
+  if (log->want_barrier < target)
+    log->want_barrier = target;
+  pthread_cond_broadcast (&log->writer_cv);
+  while (log->durable_barrier < target && log->healthy > 0)
+    pthread_cond_wait (&log->done_cv, &log->lock);
+  return log->durable_barrier >= target ? 0 : EIO;
+}
+
+int
+log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
+            const uint64_t *lbas, size_t n)
+{
+  int r;
+
+  hhc_lock (&log->lock);
+  for (size_t i = 0; i < n; i++)
+    {
+      log->keys[dirty_keys[i]].lba = lbas[i];
+      set_unlogged (log, dirty_keys[i], true);
+    }
+  /* An empty barrier if nothing else: it carries the new base. */
+  if (log->want_barrier < log->cur->seq)
+    log->want_barrier = log->cur->seq;
+  hhc_unlock (&log->lock);
+  r = log_barrier (log);
+  if (r == 0)
+    {
+      HHC_SCOPED_LOCK (&log->lock);
+      uint64_t target = log->base_seq;
+      while (log->durable_barrier < target && log->healthy > 0)
+        pthread_cond_wait (&log->done_cv, &log->lock);
+      log->rebased = true;
+      advance_head (log);
+      r = persist_head (log);
+    }
+  if (r)
+    hhc_log (log->logfn, HHC_LOG_ERROR,
+             "log: writing the dirty blocks to the log at start-up: %s",
+             strerror (r));
+  return r;
+}
+
+void
+log_get_stats (struct hhc_log *log, struct log_stats *s)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  *s = log->st;
+  s->unlogged_now = log->nunlogged;
+  s->region_size = log->region_size;
+  s->used = used_bytes (log);
+  s->mirrors = log->nm;
+  s->mirrors_failed = log->nm - log->healthy;
+}
+
+const char *
+log_mirror_name (struct hhc_log *log, unsigned i, bool *failed)
+{
+  if (i >= log->nm)
+    return NULL;
+  HHC_SCOPED_LOCK (&log->lock);
+  *failed = log->m[i].failed;
+  return log->m[i].dev->name;
+}

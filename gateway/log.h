@@ -1,0 +1,162 @@
+/* The HDD barrier log (DESIGN.md section 5; decisions in docs/log.md).
+ *
+ * Layout of every mirror (identical; little-endian):
+ *   0, 4 KiB     superblock, copies A and B (the newer valid one counts)
+ *   64 KiB       the circular region: packed segments, 4 KiB aligned
+ *
+ * A segment is a header (4 KiB multiple: sequence number, barrier flag,
+ * base sequence, LBA table, revoke table, crc32c over header and data)
+ * followed by its data blocks.  A segment that does not fit before the
+ * end of the region is preceded by a wrap marker (a header with the
+ * same sequence number and the wrap flag) and written at the start.
+ *
+ * The log does not know the cache: a block is named by a "key" (the
+ * volume passes its cache slot number) and the LBA.  Per key the log
+ * keeps where the block's newest entry is (segment, position), which
+ * doubles as the slot's "logged" flag, and chains the keys of each
+ * segment for active reclaim.
+ *
+ * Replay (SSD lost) applies the segments from the head hint (or the
+ * last barrier's base, if later) to the last segment with the barrier
+ * flag: per segment first its revokes, then its blocks; last writer
+ * wins.
+ *
+ * Locks: log->lock protects everything in memory but the mirrors' I/O
+ * state.  It is never held during device I/O, and no other lock is
+ * taken while it is held, except through the callbacks, which are
+ * called without it.
+ */
+#ifndef HHC_LOG_H
+#define HHC_LOG_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev.h"
+#include "hhc.h"
+
+#define LOG_MAGIC "HHCLOG01"
+#define LOG_SEG_MAGIC "HHCSEG01"
+#define LOG_VERSION 1
+#define LOG_REGION_OFF 65536
+#define LOG_HDR_FIXED 96 /* segment header before the LBA table */
+#define LOG_NONE 0xFFFFFFFFu
+#define LOG_MAX_MIRRORS HHC_MAX_LOGS
+
+/* Segment header flags. */
+#define LOG_F_BARRIER 1u
+#define LOG_F_WRAP 2u
+
+struct hhc_log;
+
+/* Callbacks into the volume, called without the log lock. */
+struct log_callbacks {
+  void *opaque;
+  /* Re-log key: claim the block, read it from the SSD and call
+   * log_append (or nothing if it is no longer dirty).  0 or errno.
+   */
+  int (*relog) (void *opaque, uint32_t key, uint64_t lba);
+  /* The log is filling up: write back the oldest dirty blocks. */
+  void (*pressure) (void *opaque);
+};
+
+struct log_conf {
+  const char *const *paths; /* mirrors: file, block device or NBD URI */
+  unsigned npaths;
+  uint32_t block_size;
+  uint64_t volume_size;
+  const char *identity;  /* backend identity, as in the cache */
+  uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
+  unsigned nbuffers;     /* segment buffers (0: 4) */
+  hhc_log_fn log;
+  struct hhc_dev **test_devs; /* tests: devices instead of paths */
+};
+
+/* What log_open found. */
+enum log_found {
+  LOG_FOUND_BLANK, /* no mirror holds a log: formatted a new one */
+  LOG_FOUND_VALID, /* a log of this backend */
+};
+
+/* Open every mirror, check the superblocks.  A blank mirror next to a
+ * valid one joins the log; if all are blank, a new log is formatted
+ * (paired with cache_uuid).  Refuses (EINVAL, logged) a log of another
+ * backend, mirrors of different logs, a corrupt superblock, devices
+ * too small.
+ */
+int log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
+              struct hhc_log **logp, enum log_found *found);
+void log_close (struct hhc_log *log);
+
+/* The log's UUID and the cache UUID it is paired with. */
+void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],
+                uint8_t cache_uuid[16]);
+
+/* Replay the log into the backend through write (block-sized writes at
+ * lba * block_size), calling progress(done, total) now and then.
+ * Does not flush the backend.  Returns 0 or errno.
+ */
+int log_replay (struct hhc_log *log,
+                int (*write) (void *opaque, const void *buf, uint64_t lba),
+                void (*progress) (void *opaque, uint64_t done, uint64_t total),
+                void *opaque);
+
+/* Start the writer (after log_open, and log_replay if any) for keys
+ * 0 .. nkeys-1 (cache slots).  The log is (re)paired with cache_uuid.
+ */
+int log_start (struct hhc_log *log, const uint8_t cache_uuid[16],
+               uint32_t nkeys, const struct log_callbacks *cb);
+/* Stop the writer; sealed buffers are written first. */
+void log_stop (struct hhc_log *log);
+
+/* Start of a run: re-log every key in dirty_keys (read back from the
+ * SSD through the relog callback), write a barrier whose base is the
+ * first segment of this run (older segments are void for replay) and
+ * persist the head.  0 or errno.
+ */
+int log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
+                const uint64_t *lbas, size_t n);
+
+/* A dirty block was written: data is the whole block.  Never waits;
+ * when no buffer is free the key is left unlogged (a barrier reads it
+ * back).  Call with the block claimed (no concurrent write of it).
+ */
+void log_append (struct hhc_log *log, uint32_t key, uint64_t lba,
+                 const void *data);
+/* Part of a block changed (in place); the log copies it if the entry is
+ * still in the buffer being filled, else unlogs the key.
+ */
+void log_update (struct hhc_log *log, uint32_t key, uint64_t lba,
+                 const void *buf, uint32_t off, uint32_t len);
+/* The block is no longer dirty in the cache (written back and flushed
+ * on the backend, or trimmed): void its log entries.
+ */
+void log_revoke (struct hhc_log *log, uint32_t key, uint64_t lba);
+/* key is not dirty (any more): clear its unlogged flag. */
+void log_forget (struct hhc_log *log, uint32_t key, uint64_t lba);
+/* Is key's newest data in the log (or a buffer)? */
+bool log_is_logged (struct hhc_log *log, uint32_t key);
+
+/* Barrier: every block appended before and every unlogged dirty key is
+ * in a synced segment with the barrier flag on every healthy mirror.
+ * EIO when no mirror is healthy (the caller falls back to write-back).
+ */
+int log_barrier (struct hhc_log *log);
+
+/* Is at least one mirror healthy? */
+bool log_healthy (struct hhc_log *log);
+/* Fraction (0..1) of the region in use. */
+double log_usage (struct hhc_log *log);
+
+struct log_stats {
+  uint64_t segments, barriers, syncs, bytes, blocks, revokes;
+  uint64_t relogged, unlogged_now, full_waits, reclaimed, head_persists;
+  uint64_t region_size, used;
+  unsigned mirrors, mirrors_failed;
+};
+void log_get_stats (struct hhc_log *log, struct log_stats *s);
+/* Health of mirror i (name, failed). */
+const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
+
+#endif /* HHC_LOG_H */
