@@ -39,6 +39,13 @@ struct hhc_dev {
 int dev_open_file (const char *path, uint64_t create_size, bool direct,
                    hhc_log_fn log, struct hhc_dev **devp);
 
+/* An NBD URI (nbd://, nbd+unix://, nbds://...) through libnbd. */
+int dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp);
+bool dev_is_nbd_uri (const char *path);
+/* A path or an NBD URI (create_size and direct apply to files). */
+int dev_open_path (const char *path, uint64_t create_size, bool direct,
+                   hhc_log_fn log, struct hhc_dev **devp);
+
 static inline int
 dev_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
 {

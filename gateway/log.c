@@ -677,7 +677,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
         m->dev = conf->test_devs[i];
       else
         {
-          r = dev_open_file (conf->paths[i], 0, false, conf->log, &m->dev);
+          r = dev_open_path (conf->paths[i], 0, false, conf->log, &m->dev);
           if (r)
             goto fail;
           m->own = true;

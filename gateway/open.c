@@ -391,7 +391,7 @@ hhc_preopen (struct hhc_conf *conf)
    */
   for (unsigned i = 0; r == 0 && i < conf->nlogs; i++)
     {
-      r = dev_open_file (conf->log_paths[i], conf->log_size, false, conf->log,
+      r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
                          &conf->log_devs[i]);
       conf->own_log_devs = true;
     }

@@ -1,0 +1,161 @@
+/* NBD devices (libnbd): a log mirror on another host, or an emulated
+ * HDD behind nbdkit's delay/rate filters in benchmarks.
+ *
+ * One libnbd handle is shared by every thread (libnbd serialises calls
+ * on a handle).  Requests are split at 16 MiB, below every server's
+ * limit.  The server should give the export to one client only: NBD has
+ * no lock, so two gateways on one export are the operator's mistake.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "dev.h"
+
+#ifdef HAVE_LIBNBD
+#include <libnbd.h>
+
+#define NBD_CHUNK (16 * 1024 * 1024)
+
+struct nbd_dev {
+  struct hhc_dev dev;
+  struct nbd_handle *nbd;
+};
+
+static int
+nbd_errno (void)
+{
+  int e = nbd_get_errno ();
+  return e ? e : EIO;
+}
+
+static int
+nbd_dev_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  struct nbd_dev *n = (struct nbd_dev *)d;
+  char *p = buf;
+
+  while (len > 0)
+    {
+      size_t k = HHC_MIN (len, (size_t)NBD_CHUNK);
+      if (nbd_pread (n->nbd, p, k, off, 0) == -1)
+        return nbd_errno ();
+      p += k;
+      off += k;
+      len -= k;
+    }
+  return 0;
+}
+
+static int
+nbd_dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct nbd_dev *n = (struct nbd_dev *)d;
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      size_t k = HHC_MIN (len, (size_t)NBD_CHUNK);
+      if (nbd_pwrite (n->nbd, p, k, off, 0) == -1)
+        return nbd_errno ();
+      p += k;
+      off += k;
+      len -= k;
+    }
+  return 0;
+}
+
+static int
+nbd_dev_sync (struct hhc_dev *d)
+{
+  struct nbd_dev *n = (struct nbd_dev *)d;
+
+  if (nbd_can_flush (n->nbd) != 1)
+    return 0; /* the server says writes are durable when done */
+  return nbd_flush (n->nbd, 0) == -1 ? nbd_errno () : 0;
+}
+
+static void
+nbd_dev_close (struct hhc_dev *d)
+{
+  struct nbd_dev *n = (struct nbd_dev *)d;
+
+  nbd_shutdown (n->nbd, 0);
+  nbd_close (n->nbd);
+  free (d->name);
+  free (n);
+}
+
+static const struct hhc_dev_ops nbd_ops = {
+  nbd_dev_pread,
+  nbd_dev_pwrite,
+  nbd_dev_sync,
+  nbd_dev_close,
+};
+
+int
+dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+{
+  struct nbd_dev *n = calloc (1, sizeof *n);
+  int64_t size;
+
+  if (n == NULL || (n->dev.name = strdup (uri)) == NULL)
+    {
+      free (n);
+      return ENOMEM;
+    }
+  n->dev.ops = &nbd_ops;
+  n->nbd = nbd_create ();
+  if (n->nbd == NULL || nbd_connect_uri (n->nbd, uri) == -1
+      || (size = nbd_get_size (n->nbd)) == -1)
+    {
+      int e = nbd_errno ();
+      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri, nbd_get_error ());
+      if (n->nbd)
+        nbd_close (n->nbd);
+      free (n->dev.name);
+      free (n);
+      return e;
+    }
+  if (nbd_is_read_only (n->nbd) == 1)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "%s: the export is read-only", uri);
+      nbd_dev_close (&n->dev);
+      return EROFS;
+    }
+  n->dev.size = size;
+  *devp = &n->dev;
+  return 0;
+}
+
+#else /* !HAVE_LIBNBD */
+
+int
+dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+{
+  (void)devp;
+  hhc_log (log, HHC_LOG_ERROR,
+           "%s: NBD devices need libnbd, which this build does not have", uri);
+  return ENOTSUP;
+}
+
+#endif
+
+bool
+dev_is_nbd_uri (const char *path)
+{
+  return strncmp (path, "nbd://", 6) == 0 || strncmp (path, "nbds://", 7) == 0
+         || strncmp (path, "nbd+unix://", 11) == 0
+         || strncmp (path, "nbds+unix://", 12) == 0
+         || strncmp (path, "nbd+vsock://", 12) == 0;
+}
+
+int
+dev_open_path (const char *path, uint64_t create_size, bool direct,
+               hhc_log_fn log, struct hhc_dev **devp)
+{
+  if (dev_is_nbd_uri (path))
+    return dev_open_nbd (path, log, devp);
+  return dev_open_file (path, create_size, direct, log, devp);
+}
