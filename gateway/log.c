@@ -152,6 +152,7 @@ struct hhc_log {
   uint64_t phead_lpos, phead_seq; /* persisted head */
   uint64_t base_seq;
   bool rebased, started, stop, writer_busy;
+  bool adopt; /* offline: take the volume the log records */
   unsigned healthy;
   pthread_t writer;
   struct log_callbacks cb;
@@ -584,6 +585,19 @@ check_sb_owner (struct hhc_log *log, struct mirror *m, const unsigned char *sb)
 {
   uint32_t idl = get32 (sb + 68);
 
+  if (log->adopt && idl <= IDENTITY_MAX && HHC_IS_POW2 (get32 (sb + 12)))
+    {
+      char *id = strndup ((const char *)sb + 96, idl);
+      if (id == NULL)
+        return ENOMEM;
+      free (log->identity);
+      log->identity = id;
+      log->volume_size = get64 (sb + 48);
+      log->bs = get32 (sb + 12);
+      log->max_blocks = HHC_MAX (log->segment_size / log->bs, 1);
+      log->adopt = false;
+    }
+
   if (idl > IDENTITY_MAX || get64 (sb + 48) != log->volume_size
       || get32 (sb + 12) != log->bs || idl != strlen (log->identity)
       || memcmp (sb + 96, log->identity, idl) != 0)
@@ -656,6 +670,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
   log->segment_size = HHC_MAX (log->segment_size, log->bs);
   log->max_blocks = log->segment_size / log->bs;
   log->identity = strndup (conf->identity ? conf->identity : "", IDENTITY_MAX);
+  log->adopt = conf->identity == NULL;
   if (log->identity == NULL)
     {
       r = ENOMEM;
@@ -708,6 +723,13 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       if (nvalid == 0 || get64 (sb + 88) > get64 (good + 88))
         memcpy (good, sb, SB_SIZE);
       nvalid++;
+    }
+  if (nvalid == 0 && conf->identity == NULL)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR, "%s: not an HHC log",
+               log->m[0].dev->name);
+      r = EINVAL;
+      goto fail;
     }
   if (nvalid == 0)
     {
@@ -817,6 +839,15 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
 fail:
   free_log (log);
   return r ? r : EINVAL;
+}
+
+void
+log_volume (struct hhc_log *log, const char **identity, uint64_t *size,
+            uint32_t *block_size)
+{
+  *identity = log->identity;
+  *size = log->volume_size;
+  *block_size = log->bs;
 }
 
 void

@@ -66,7 +66,8 @@ struct log_conf {
   unsigned npaths;
   uint32_t block_size;
   uint64_t volume_size;
-  const char *identity;  /* backend identity, as in the cache */
+  const char *identity;  /* backend identity, as in the cache; NULL:
+                          * take the volume the log records (offline) */
   uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
   unsigned nbuffers;     /* segment buffers (0: 4) */
   hhc_log_fn log;
@@ -88,6 +89,10 @@ enum log_found {
 int log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
               struct hhc_log **logp, enum log_found *found);
 void log_close (struct hhc_log *log);
+
+/* The volume the log belongs to. */
+void log_volume (struct hhc_log *log, const char **identity, uint64_t *size,
+                 uint32_t *block_size);
 
 /* The log's UUID and the cache UUID it is paired with. */
 void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],

@@ -850,6 +850,8 @@ hhc_stats_json (struct hhc_volume *vol)
   json_object_set_new (o, "backend_errors",
                        json_integer (stat_get (&s->backend_errors)));
   json_object_set_new (o, "stalls", json_integer (stat_get (&s->stalls)));
+  json_object_set_new (o, "log_fallbacks",
+                       json_integer (stat_get (&s->log_fallbacks)));
   json_object_set_new (o, "flushes", json_integer (c.flushes));
   json_object_set_new (o, "flush_latency_us", lat);
   json_object_set_new (o, "ram_bytes_per_block",
