@@ -37,6 +37,7 @@
 #include "crc32c.h"
 
 #define PAGE_MAGIC 0x504d4848u  /* "HHMP" */
+#define COMMIT_CHUNK 256        /* pages snapshotted and written at a time */
 #define STATE_MAGIC 0x54534848u /* "HHST" */
 #define STATE_OFF CACHE_PAGE    /* two state pages after the superblock */
 
@@ -354,11 +355,14 @@ cache_init_mem (struct hhc_cache *c, struct hhc_index *idx)
   c->page_locks = calloc (c->npagelocks, sizeof *c->page_locks);
   c->dirty_bits = calloc ((c->npages + 63) / 64, sizeof (uint64_t));
   c->copy_seq = calloc ((size_t)c->npages * 2, sizeof (uint64_t));
-  if (!c->page_locks || !c->dirty_bits || !c->copy_seq)
+  c->commit_bufs = hhc_alloc_aligned ((size_t)COMMIT_CHUNK * CACHE_PAGE);
+  if (!c->page_locks || !c->dirty_bits || !c->copy_seq || !c->commit_bufs)
     {
       free (c->page_locks);
       free (c->dirty_bits);
       free (c->copy_seq);
+      free (c->commit_bufs);
+      c->commit_bufs = NULL;
       c->page_locks = NULL;
       return ENOMEM;
     }
@@ -390,6 +394,7 @@ cache_free_mem (struct hhc_cache *c)
   free (c->page_locks);
   free (c->dirty_bits);
   free (c->copy_seq);
+  free (c->commit_bufs);
   c->page_locks = NULL;
 }
 
@@ -587,8 +592,6 @@ snapshot_page (struct hhc_cache *c, uint32_t p, uint64_t seq,
 
 HHC_VECTOR (u32_vec, uint32_t)
 
-#define COMMIT_CHUNK 256 /* pages snapshotted and written at a time */
-
 /* Put a taken pending list back (a commit that wrote nothing). */
 static void
 untake (struct hhc_cache *c, uint32_t taken, uint32_t ntaken)
@@ -659,8 +662,8 @@ static int
 do_commit (struct hhc_cache *c)
 {
   struct u32_vec pages = { 0 };
-  HHC_CLEANUP_FREE unsigned char *bufs
-      = hhc_alloc_aligned ((size_t)COMMIT_CHUNK * CACHE_PAGE);
+  /* Allocated once: a fresh megabyte per commit costs page faults. */
+  unsigned char *bufs = c->commit_bufs;
   uint32_t taken, ntaken;
   uint64_t seq = c->commit_seq + 1;
   bool wrote;

@@ -66,6 +66,7 @@ struct hhc_cache {
   uint64_t *copy_seq;          /* [2*p + copy]: commit lock */
   uint64_t commit_seq;         /* commit lock */
   pthread_mutex_t commit_lock; /* serialises commits */
+  unsigned char *commit_bufs;  /* page snapshots (commit lock) */
   int data_written;            /* atomic: slot data written since sync */
 
   /* Group commit. */

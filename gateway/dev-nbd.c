@@ -9,6 +9,7 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "dev.h"
@@ -141,6 +142,16 @@ dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
 }
 
 #endif
+
+void
+dev_discard (struct hhc_dev *d)
+{
+  if (d == NULL)
+    return;
+  if (d->created)
+    unlink (d->name);
+  dev_close (d);
+}
 
 bool
 dev_is_nbd_uri (const char *path)

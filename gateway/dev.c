@@ -182,7 +182,7 @@ fd_size (int fd, uint64_t *size)
 /* Open (creating a missing file when create_size > 0). */
 static int
 open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
-           int *fdp)
+           int *fdp, bool *created)
 {
   int flags = O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0);
   int fd = open (path, flags);
@@ -190,6 +190,7 @@ open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
   if (fd == -1 && errno == ENOENT && create_size > 0)
     {
       fd = open (path, flags | O_CREAT | O_EXCL, 0600);
+      *created = fd >= 0;
       if (fd >= 0 && ftruncate (fd, create_size) == -1)
         {
           int e = errno;
@@ -216,9 +217,10 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
 {
   struct file_dev *f;
   uint64_t size;
+  bool created = false;
   int fd = -1, r;
 
-  r = open_path (path, create_size, direct, log, &fd);
+  r = open_path (path, create_size, direct, log, &fd, &created);
   if (r)
     return r;
   if (flock (fd, LOCK_EX | LOCK_NB) == -1)
@@ -240,8 +242,9 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
   if (create_size > 0 && size < create_size)
     {
       hhc_log (log, HHC_LOG_ERROR,
-               "%s: file is %" PRIu64 " bytes, smaller than cache-size", path,
-               size);
+               "%s: file is %" PRIu64 " bytes, smaller than the %" PRIu64
+               " bytes given for it (cache-size= or log-size=)",
+               path, size, create_size);
       close (fd);
       return EINVAL;
     }
@@ -254,6 +257,7 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
     }
   f->dev.ops = &file_ops;
   f->dev.size = size;
+  f->dev.created = created;
   f->fd = fd;
   f->direct = direct;
   *devp = &f->dev;

@@ -30,7 +30,13 @@ struct hhc_dev {
   const struct hhc_dev_ops *ops;
   uint64_t size; /* bytes */
   char *name;    /* for messages */
+  bool created;  /* a file this open created (removed again on failure) */
 };
+
+/* Close a device after a failed start: a file that the open created is
+ * removed (a refused start leaves nothing behind).
+ */
+void dev_discard (struct hhc_dev *d);
 
 /* Open a regular file or block device, lock it (flock, so a second
  * gateway cannot open it: EBUSY) and find its size.  create_size > 0

@@ -68,7 +68,8 @@ struct buf {
   struct u32_vec deaths; /* ring slots an entry here superseded */
   uint64_t seq;
   bool barrier;
-  struct buf *next; /* queue or free list */
+  uint64_t reserved; /* tail bytes held for it */
+  struct buf *next;  /* queue or free list */
 };
 
 /* A death waits until the superseding segment is under a barrier. */
@@ -141,6 +142,9 @@ struct hhc_log {
   unsigned nbufs;
   struct buf *cur, *qhead, *qtail, *freelist;
   struct u64_vec pending_rev; /* revokes while no buffer is current */
+  uint32_t rev_cap;           /* revokes per segment */
+  uint64_t reserve;           /* tail bytes held per unwritten buffer */
+  uint64_t reserved;          /* bytes held by unwritten buffers */
   struct death_vec deaths;
   size_t deaths_done;
   uint64_t next_seq;              /* the next buffer to become current */
@@ -152,7 +156,10 @@ struct hhc_log {
   uint64_t phead_lpos, phead_seq; /* persisted head */
   uint64_t base_seq;
   bool rebased, started, stop, writer_busy;
-  bool adopt; /* offline: take the volume the log records */
+  bool adopt;            /* offline: take the volume the log records */
+  unsigned char *hdrbuf; /* the writer's header buffer (grows) */
+  size_t hdrcap;
+  unsigned char *markbuf; /* the writer's wrap marker */
   unsigned healthy;
   pthread_t writer;
   struct log_callbacks cb;
@@ -564,6 +571,8 @@ free_log (struct hhc_log *log)
       u32_vec_reset (&log->bufs[i].deaths);
     }
   free (log->bufs);
+  free (log->hdrbuf);
+  free (log->markbuf);
   free (log->ring);
   free (log->keys);
   free (log->unlogged);
@@ -750,9 +759,18 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       log->hint_seq = get64 (good + 80);
       log->sb_gen = get64 (good + 88);
     }
-  /* A region must hold a few of the largest segments. */
-  uint64_t need
-      = 4 * ((uint64_t)log->segment_size + hdr_len_for (log->max_blocks, 0));
+  /* A region must hold the reservations of every buffer and more. */
+  log->nbufs = conf->nbuffers ? conf->nbuffers : 4;
+  log->rev_cap = HHC_MAX (log->max_blocks, 256u);
+  log->reserve = HHC_ROUND_UP ((uint64_t)log->max_blocks * log->bs, ALIGN)
+                 + hdr_len_for (log->max_blocks, log->rev_cap);
+  /* A small log uses fewer buffers (at least 2): the reservations of
+   * all of them, one more for wrap waste and one to spare must fit.
+   */
+  while (log->nbufs > 2
+         && (uint64_t)(log->nbufs + 2) * log->reserve > log->region_size)
+    log->nbufs--;
+  uint64_t need = 4 * log->reserve;
   for (unsigned i = 0; i < log->nm; i++)
     if (log->region_size < need || log->region_size % ALIGN
         || log->m[i].dev->size < LOG_REGION_OFF + log->region_size
@@ -832,7 +850,6 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       log->scan.end_seq = 1;
       log->scan.last_barrier = -1;
     }
-  log->nbufs = conf->nbuffers ? conf->nbuffers : 4;
   *logp = log;
   return 0;
 
@@ -1021,7 +1038,7 @@ chain_add (struct hhc_log *log, uint32_t k, uint32_t ring)
 
 /* Make b the buffer being filled, with the next sequence number. */
 static void
-make_current (struct hhc_log *log, struct buf *b)
+make_current (struct hhc_log *log, struct buf *b, uint64_t reserve)
 {
   struct seg *g = ring_of (log, log->next_seq);
 
@@ -1031,13 +1048,67 @@ make_current (struct hhc_log *log, struct buf *b)
   b->revokes.len = 0;
   b->deaths.len = 0;
   *g = (struct seg){ .seq = b->seq, .chain = LOG_NONE, .state = SEG_FILLING };
-  /* Revokes issued while no buffer was current belong here. */
-  for (size_t i = 0; i < log->pending_rev.len; i++)
+  b->reserved = reserve;
+  log->reserved += reserve;
+  /* Revokes issued while no buffer was current belong here, in order;
+   * more than fit go on in the next buffer (appends wait until all are
+   * placed, so no revoke can land after a newer entry of its block).
+   */
+  size_t n = HHC_MIN (log->pending_rev.len, (size_t)log->rev_cap);
+  for (size_t i = 0; i < n; i++)
     if (u64_vec_append (&b->revokes, log->pending_rev.ptr[i]))
       abort ();
-  log->pending_rev.len = 0;
+  if (n > 0)
+    {
+      memmove (log->pending_rev.ptr, log->pending_rev.ptr + n,
+               (log->pending_rev.len - n) * sizeof (uint64_t));
+      log->pending_rev.len -= n;
+    }
   log->cur = b;
   pthread_cond_broadcast (&log->buf_cv);
+}
+
+/* Room at the tail for one more unwritten buffer?  Each one holds a
+ * reservation as big as its largest segment, plus one more for the
+ * waste of a wrap (at most one among them, as together they hold less
+ * than the region), so a sealed buffer can always be written: the
+ * writer never waits for room, and an entry superseded by an unwritten
+ * one can never pin the head.
+ */
+static bool
+room_for (struct hhc_log *log, uint64_t bytes)
+{
+  uint64_t end = log->tail_lpos + log->reserved + bytes;
+  return end <= log->phead_lpos + log->region_size;
+}
+
+/* A normal buffer: its largest segment, the waste of one wrap, and the
+ * room an empty emergency barrier needs (EMERGENCY).
+ */
+#define EMERGENCY (2 * ALIGN)
+static bool
+room_for_buffer (struct hhc_log *log)
+{
+  return room_for (log, 2 * log->reserve + EMERGENCY);
+}
+
+static void seal (struct hhc_log *log);
+
+/* Make a free buffer current if there is room (lock held). */
+static void
+try_make_current (struct hhc_log *log)
+{
+  while (log->cur == NULL && log->freelist && log->healthy > 0
+         && room_for_buffer (log))
+    {
+      struct buf *f = log->freelist;
+      log->freelist = f->next;
+      make_current (log, f, log->reserve);
+      if (log->pending_rev.len > 0)
+        seal (log); /* full of revokes: the rest go into the next */
+    }
+  if (log->cur == NULL)
+    pthread_cond_broadcast (&log->writer_cv); /* make room */
 }
 
 /* Seal the current buffer and queue it for the writer. */
@@ -1054,13 +1125,8 @@ seal (struct hhc_log *log)
     log->qhead = b;
   log->qtail = b;
   log->cur = NULL;
-  if (log->freelist)
-    {
-      struct buf *f = log->freelist;
-      log->freelist = f->next;
-      make_current (log, f);
-    }
   pthread_cond_broadcast (&log->writer_cv);
+  try_make_current (log);
 }
 
 static void
@@ -1071,6 +1137,8 @@ add_revoke (struct hhc_log *log, uint64_t lba)
   if (u64_vec_append (v, lba))
     abort (); /* cannot be refused; tiny */
   log->st.revokes++;
+  if (log->cur && log->cur->revokes.len >= log->rev_cap)
+    seal (log);
 }
 
 void
@@ -1147,8 +1215,7 @@ log_revoke (struct hhc_log *log, uint32_t key, uint64_t lba)
     {
       /* Void it in memory: move the last block into its place. */
       uint32_t pos = e->pos & POS_MASK, last = b->nblocks - 1;
-      if (e->pos & POS_OLDER)
-        add_revoke (log, lba);
+      bool older = e->pos & POS_OLDER;
       if (pos != last)
         {
           memcpy (b->data + (size_t)pos * log->bs,
@@ -1159,12 +1226,19 @@ log_revoke (struct hhc_log *log, uint32_t key, uint64_t lba)
           moved->pos = pos | (moved->pos & POS_OLDER);
         }
       b->nblocks--;
+      chain_remove (log, key);
+      g->live--;
+      e->seg = LOG_NONE;
+      if (older)
+        add_revoke (log, lba);
     }
   else
-    add_revoke (log, lba);
-  chain_remove (log, key);
-  g->live--;
-  e->seg = LOG_NONE;
+    {
+      chain_remove (log, key);
+      g->live--;
+      e->seg = LOG_NONE;
+      add_revoke (log, lba);
+    }
   pthread_cond_broadcast (&log->writer_cv); /* the head may move */
 }
 
@@ -1360,42 +1434,17 @@ write_buffer (struct hhc_log *log, struct buf *b)
   uint32_t hl = hdr_len_for (b->nblocks, b->revokes.len);
   uint64_t dl = data_len_for (log, b->nblocks), len = hl + dl;
   uint64_t l, phys;
-  HHC_CLEANUP_FREE unsigned char *hdr = NULL;
-  HHC_CLEANUP_FREE unsigned char *marker = NULL;
+  unsigned char *hdr = NULL, *marker = NULL;
   struct io io = { 0 };
   int r = 0;
 
-  for (;;)
-    {
-      l = log->tail_lpos;
-      phys = l % log->region_size;
-      if (phys + len > log->region_size)
-        l += log->region_size - phys;
-      if (log->healthy == 0 || l + len <= log->phead_lpos + log->region_size)
-        break;
-      /* Full: persist a newer head if there is one, else wait for
-       * write-back to void entries.
-       */
-      if (log->rebased && mem_head_lpos (log) > log->phead_lpos)
-        {
-          if (persist_head (log) == 0)
-            continue;
-        }
-      if (log->stop && log->cb.pressure == NULL)
-        break;
-      log->st.full_waits++;
-      struct log_callbacks cb = log->cb;
-      if (cb.pressure)
-        {
-          hhc_unlock (&log->lock);
-          cb.pressure (cb.opaque);
-          hhc_lock (&log->lock);
-        }
-      struct timespec ts;
-      hhc_deadline (&ts, 50);
-      pthread_cond_timedwait (&log->writer_cv, &log->lock, &ts);
-    }
-  bool fits = l + len <= log->phead_lpos + log->region_size;
+  /* The buffer's reservation guarantees the room (room_for_buffer). */
+  l = log->tail_lpos;
+  phys = l % log->region_size;
+  if (phys + len > log->region_size)
+    l += log->region_size - phys;
+  bool fits
+      = l + len <= log->phead_lpos + log->region_size && len <= b->reserved;
   /* Pop b. */
   log->qhead = b->next;
   if (log->qhead == NULL)
@@ -1407,7 +1456,18 @@ write_buffer (struct hhc_log *log, struct buf *b)
       uint32_t flags = b->barrier ? LOG_F_BARRIER : 0;
       log->writer_busy = true;
       hhc_unlock (&log->lock);
-      hdr = hhc_alloc_aligned (hl);
+      /* Buffers kept across segments (only the writer uses them): a
+       * fresh allocation per segment costs page faults.
+       */
+      if (log->hdrcap < hl)
+        {
+          free (log->hdrbuf);
+          log->hdrbuf = hhc_alloc_aligned (hl);
+          log->hdrcap = log->hdrbuf ? hl : 0;
+        }
+      if (log->markbuf == NULL)
+        log->markbuf = hhc_alloc_aligned (ALIGN);
+      hdr = log->hdrbuf;
       if (hdr == NULL)
         r = ENOMEM;
       else
@@ -1420,7 +1480,7 @@ write_buffer (struct hhc_log *log, struct buf *b)
               /* Wrap marker where the segment would have gone. */
               uint64_t mp = log->tail_lpos % log->region_size;
               struct buf empty = { .seq = b->seq };
-              marker = hhc_alloc_aligned (ALIGN);
+              marker = log->markbuf;
               if (marker == NULL)
                 r = ENOMEM;
               else
@@ -1473,6 +1533,7 @@ write_buffer (struct hhc_log *log, struct buf *b)
   g->lpos = l;
   g->len = len;
   log->tail_lpos = l + len;
+  log->reserved -= b->reserved;
   log->written_seq = b->seq + 1;
   for (size_t i = 0; i < b->deaths.len; i++)
     if (death_vec_append (&log->deaths,
@@ -1483,13 +1544,9 @@ write_buffer (struct hhc_log *log, struct buf *b)
   apply_deaths (log);
   pthread_cond_broadcast (&log->done_cv);
   /* The buffer is free again. */
-  if (log->cur == NULL)
-    make_current (log, b);
-  else
-    {
-      b->next = log->freelist;
-      log->freelist = b;
-    }
+  b->next = log->freelist;
+  log->freelist = b;
+  try_make_current (log);
   struct log_callbacks cb = log->cb;
   if (cb.pressure && used_bytes (log) * 2 >= log->region_size)
     {
@@ -1497,6 +1554,64 @@ write_buffer (struct hhc_log *log, struct buf *b)
       cb.pressure (cb.opaque);
       hhc_lock (&log->lock);
     }
+}
+
+/* No buffer can become current for lack of room: persist a newer head
+ * if the head moved, else ask for write-back (lock held; dropped).
+ * Returns true if it made progress.
+ */
+static bool
+make_room (struct hhc_log *log)
+{
+  if (log->cur || log->freelist == NULL || log->healthy == 0)
+    return false;
+  advance_head (log); /* revokes may have emptied head segments */
+  if (room_for_buffer (log))
+    {
+      try_make_current (log);
+      return true;
+    }
+  if (log->rebased && mem_head_lpos (log) > log->phead_lpos
+      && persist_head (log) == 0)
+    {
+      try_make_current (log);
+      return true;
+    }
+  /* Entries superseded by written segments die only under a barrier:
+   * if one is missing, write it (an empty one if need be) into the
+   * room kept for it.
+   */
+  if ((log->deaths_done < log->deaths.len
+       || log->durable_barrier + 1 < log->written_seq)
+      && room_for (log, EMERGENCY))
+    {
+      /* Header only: revokes stay pending (no append comes before them). */
+      struct buf *f = log->freelist;
+      struct u64_vec keep = log->pending_rev;
+      log->freelist = f->next;
+      log->pending_rev = (struct u64_vec){ 0 };
+      make_current (log, f, EMERGENCY);
+      log->pending_rev = keep;
+      log->cur->barrier = true;
+      ring_of (log, log->cur->seq)->state = SEG_SEALED;
+      f->next = NULL;
+      if (log->qtail)
+        log->qtail->next = f;
+      else
+        log->qhead = f;
+      log->qtail = f;
+      log->cur = NULL;
+      return true;
+    }
+  log->st.full_waits++;
+  struct log_callbacks cb = log->cb;
+  if (cb.pressure)
+    {
+      hhc_unlock (&log->lock);
+      cb.pressure (cb.opaque);
+      hhc_lock (&log->lock);
+    }
+  return false;
 }
 
 static void *
@@ -1521,10 +1636,10 @@ writer_thread (void *arg)
         }
       if (log->stop)
         break;
-      if (active_reclaim (log))
+      if (make_room (log) || active_reclaim (log))
         continue;
       struct timespec ts;
-      hhc_deadline (&ts, 1000);
+      hhc_deadline (&ts, log->cur == NULL ? 50 : 1000);
       pthread_cond_timedwait (&log->writer_cv, &log->lock, &ts);
     }
   hhc_unlock (&log->lock);
@@ -1572,9 +1687,7 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
       log->bufs[i].next = log->freelist;
       log->freelist = &log->bufs[i];
     }
-  struct buf *f = log->freelist;
-  log->freelist = f->next;
-  make_current (log, f);
+  try_make_current (log);
   hhc_unlock (&log->lock);
   if (log->nm > 1)
     for (unsigned i = 0; i < log->nm; i++)
@@ -1597,6 +1710,11 @@ log_stop (struct hhc_log *log)
   if (log == NULL || !log->started)
     return;
   hhc_lock (&log->lock);
+  /* What the buffer holds goes out under a last barrier (best effort:
+   * nothing waits for room or re-logs, the cache has every block).
+   */
+  if (log->cur && (log->cur->nblocks || log->cur->revokes.len))
+    log->want_barrier = HHC_MAX (log->want_barrier, log->cur->seq);
   log->stop = true;
   log->cb.pressure = NULL; /* the flusher is gone */
   log->cb.relog = NULL;
@@ -1672,10 +1790,11 @@ relog_unlogged (struct hhc_log *log)
 }
 
 int
-log_barrier (struct hhc_log *log)
+log_barrier_begin (struct hhc_log *log, uint64_t *ticket)
 {
   int r = relog_unlogged (log);
 
+  *ticket = 0;
   if (r)
     return r;
   HHC_SCOPED_LOCK (&log->lock);
@@ -1686,13 +1805,30 @@ log_barrier (struct hhc_log *log)
       && log->qhead == NULL && !log->writer_busy
       && log->durable_barrier + 1 == log->written_seq)
     return 0;
-  uint64_t target = log->cur ? log->cur->seq : log->next_seq;
-  if (log->want_barrier < target)
-    log->want_barrier = target;
+  *ticket = log->cur ? log->cur->seq : log->next_seq;
+  if (log->want_barrier < *ticket)
+    log->want_barrier = *ticket;
   pthread_cond_broadcast (&log->writer_cv);
-  while (log->durable_barrier < target && log->healthy > 0)
+  return 0;
+}
+
+int
+log_barrier_wait (struct hhc_log *log, uint64_t ticket)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  while (log->durable_barrier < ticket && log->healthy > 0)
     pthread_cond_wait (&log->done_cv, &log->lock);
-  return log->durable_barrier >= target ? 0 : EIO;
+  return log->durable_barrier >= ticket ? 0 : EIO;
+}
+
+int
+log_barrier (struct hhc_log *log)
+{
+  uint64_t ticket;
+  int r = log_barrier_begin (log, &ticket);
+
+  return r ? r : log_barrier_wait (log, ticket);
 }
 
 int
@@ -1726,6 +1862,31 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
     hhc_log (log->logfn, HHC_LOG_ERROR,
              "log: writing the dirty blocks to the log at start-up: %s",
              strerror (r));
+  return r;
+}
+
+bool
+log_rebase_fits (struct hhc_log *log, uint64_t nblocks)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+  uint64_t per = (uint64_t)log->max_blocks * log->bs;
+  uint64_t need = (nblocks * log->bs / per + 2) * log->reserve
+                  + (uint64_t)log->nbufs * log->reserve;
+
+  return log->tail_lpos + need <= log->phead_lpos + log->region_size;
+}
+
+int
+log_discard (struct hhc_log *log)
+{
+  int r;
+
+  hhc_lock (&log->lock);
+  log->rebased = true; /* nothing before this point is needed */
+  advance_head (log);
+  r = persist_head (log);
+  try_make_current (log);
+  hhc_unlock (&log->lock);
   return r;
 }
 

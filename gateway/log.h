@@ -123,6 +123,14 @@ void log_stop (struct hhc_log *log);
 int log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
                 const uint64_t *lbas, size_t n);
 
+/* Start of a run, before log_rebase: can nblocks dirty blocks be
+ * written to the log while the last run's segments still hold their
+ * room?  If not, write every dirty block back, flush the backend, and
+ * call log_discard (the old segments are then not needed) first.
+ */
+bool log_rebase_fits (struct hhc_log *log, uint64_t nblocks);
+int log_discard (struct hhc_log *log);
+
 /* A dirty block was written: data is the whole block.  Never waits;
  * when no buffer is free the key is left unlogged (a barrier reads it
  * back).  Call with the block claimed (no concurrent write of it).
@@ -148,6 +156,13 @@ bool log_is_logged (struct hhc_log *log, uint32_t key);
  * EIO when no mirror is healthy (the caller falls back to write-back).
  */
 int log_barrier (struct hhc_log *log);
+
+/* log_barrier in two halves, so that the caller can sync the SSD while
+ * the barrier is written: begin re-logs unlogged blocks and asks for
+ * the barrier; wait waits for it.
+ */
+int log_barrier_begin (struct hhc_log *log, uint64_t *ticket);
+int log_barrier_wait (struct hhc_log *log, uint64_t ticket);
 
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);

@@ -355,18 +355,21 @@ set_watermarks (struct hhc_volume *vol)
   vol->evict_batch = HHC_MAX (n / 64, 8);
 }
 
+/* failed: the open failed, so files it created are removed again. */
 static void
-free_volume (struct hhc_volume *vol)
+free_volume (struct hhc_volume *vol, bool failed)
 {
+  void (*close_dev) (struct hhc_dev *) = failed ? dev_discard : dev_close;
+
   log_close (vol->log);
   if (vol->conf.own_log_devs)
     for (unsigned i = 0; i < vol->conf.nlogs; i++)
-      dev_close (vol->conf.log_devs[i]);
+      close_dev (vol->conf.log_devs[i]);
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
   if (vol->conf.test_dev == NULL || vol->conf.own_dev)
-    dev_close (vol->dev);
+    close_dev (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_cond_destroy (&vol->wait_cond);
   pthread_mutex_destroy (&vol->pd_lock);
@@ -398,10 +401,10 @@ hhc_preopen (struct hhc_conf *conf)
   if (r)
     {
       for (unsigned i = 0; i < conf->nlogs; i++)
-        dev_close (conf->log_devs[i]);
+        dev_discard (conf->log_devs[i]);
       memset (conf->log_devs, 0, sizeof conf->log_devs);
       conf->own_log_devs = false;
-      dev_close (conf->test_dev);
+      dev_discard (conf->test_dev);
       conf->test_dev = NULL;
       conf->own_dev = false;
     }
@@ -497,15 +500,15 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   return 0;
 
 fail:
-  free_volume (vol);
+  free_volume (vol, true);
   return r;
 
 fail_early:
   if (conf->own_dev)
-    dev_close (conf->test_dev);
+    dev_discard (conf->test_dev);
   if (conf->own_log_devs)
     for (unsigned i = 0; i < conf->nlogs; i++)
-      dev_close (conf->log_devs[i]);
+      dev_discard (conf->log_devs[i]);
   return r;
 }
 
@@ -593,7 +596,6 @@ start_log (struct hhc_volume *vol, void *bctx)
 {
   struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb };
   struct replay_ctx rc = { vol, bctx, 0 };
-  struct log_stats ls;
   uint32_t *keys = NULL;
   uint64_t *lbas = NULL;
   size_t n = 0;
@@ -611,16 +613,25 @@ start_log (struct hhc_volume *vol, void *bctx)
     }
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
-  /* The dirty blocks must fit in the log with room to spare: write
-   * back the excess first.
+  /* The dirty blocks must fit in the log next to the last run's
+   * segments (which stay until the new base barrier is written).  If
+   * they do not, write them all back first: then nothing in the old
+   * segments is needed any more.
    */
-  log_get_stats (vol->log, &ls);
-  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) * 2 * vol->bs
-         > ls.region_size)
+  if (!log_rebase_fits (vol->log, vol->ndirty))
     {
-      long k = flusher_batch (vol, bctx, vol->conf.writeback_threads);
-      if (k < 0)
-        return (int)-k;
+      hhc_log (vol->conf.log, HHC_LOG_INFO,
+               "log: no room for the %" PRIu64
+               " dirty blocks next to the last run's segments: writing "
+               "them back first",
+               vol->ndirty);
+      if ((r = vol_writeback_all (vol, bctx)) != 0
+          || (r = vol->ops->flush (bctx)) != 0 || (r = log_discard (vol->log)))
+        {
+          hhc_log (vol->conf.log, HHC_LOG_ERROR,
+                   "log: writing back before start: %s", strerror (r));
+          return r;
+        }
     }
   keys = malloc ((vol->ndirty + 1) * sizeof *keys);
   lbas = malloc ((vol->ndirty + 1) * sizeof *lbas);
@@ -725,13 +736,7 @@ hhc_close (struct hhc_volume *vol)
   __atomic_store_n (&vol->flusher_on, false, __ATOMIC_RELEASE);
   flusher_stop (&vol->flusher);
   if (vol->log && vol->started)
-    {
-      /* Everything written so far into the log too (best effort: the
-       * cache holds it anyway).
-       */
-      log_barrier (vol->log);
-      log_stop (vol->log);
-    }
+    log_stop (vol->log); /* ends with a barrier over what it holds */
   if (vol->bg_ctx)
     {
       r2 = vol->ops->flush (vol->bg_ctx);
@@ -756,7 +761,7 @@ hhc_close (struct hhc_volume *vol)
         stats_write_file (vol->conf.stats_path, json);
       free (json);
     }
-  free_volume (vol);
+  free_volume (vol, false);
   return r ? r : r2;
 }
 

@@ -861,17 +861,22 @@ flush_backend (struct hhc_volume *vol, void *bctx)
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
 {
-  uint64_t t0 = hhc_now_ns ();
+  uint64_t t0 = hhc_now_ns (), ticket = 0;
   bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
   int r = flush_backend (vol, bctx);
+  /* hhc: every dirty block in a synced barrier segment; the log writes
+   * it while we sync the SSD.
+   */
+  int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
   int r2 = cache_commit (&vol->cache);
 
   if (r == 0)
     r = r2;
+  if (vol->log && rl == 0 && ticket)
+    rl = log_barrier_wait (vol->log, ticket);
   if (r == 0 && vol->log)
     {
-      /* hhc: every dirty block in a synced barrier segment. */
-      r = log_barrier (vol->log);
+      r = rl;
       if (r && !log_healthy (vol->log))
         {
           /* No log mirror left: durable the slow way (DESIGN.md 5). */

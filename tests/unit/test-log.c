@@ -1,0 +1,2060 @@
+/* The HDD barrier log in mode hhc (DESIGN.md sections 3, 5 and 7).
+ *
+ * Every device (the SSD cache and each log mirror) is a crash device
+ * behind a "power" wrapper, and the backend is the in-memory one
+ * behind the same wrapper.  A power cut takes a snapshot, atomically
+ * across all of them, of what a real power cut at that instant would
+ * leave (each device: a seeded random subset of its unsynced writes;
+ * the backend: its current bytes, or in some runs only its flushed
+ * bytes); the volume then goes on running on the live devices so that
+ * no thread can hang on a dead one, is closed, and the snapshot is put
+ * back before the restart.
+ *
+ * Tests:
+ *   random_crashes  seeded crash campaign on a small, wrapping log:
+ *                   reopen normally, or throw the SSD away and replay
+ *                   the log (sometimes with a second power cut during
+ *                   the recovery); every sector is checked against an
+ *                   oracle (below).  Each seed runs under a watchdog:
+ *                   a seed not done after HHC_TEST_TIMEOUT seconds is a
+ *                   HANG failure.  HHC_TEST_SEED (first seed),
+ *                   HHC_TEST_ROUNDS (how many), HHC_TEST_KEEP_GOING=1
+ *                   (report every failing seed, not just the first).
+ *   torn_tail       a corrupt segment ends the replay: the backend
+ *                   holds exactly the state of the barrier before it.
+ *   mirror_fails    one mirror fails: I/O and FLUSH go on, replay from
+ *                   the survivor (alone, next to the stale mirror, or
+ *                   next to a blank one that joins).
+ *   mirrors_fail    every mirror fails: FLUSH falls back to writing
+ *                   back every dirty block.
+ *   group_commit    16 threads writing and flushing: far fewer log
+ *                   syncs than flushes.
+ *   refusals        logs of another cache, backend, block size or
+ *                   log; a log device too small; hhc without a log.
+ *   lost_log        a cache whose log is gone starts on a blank log
+ *                   and logs its dirty blocks there again.
+ *   full_log        a log much smaller than the dirty data: FLUSH
+ *                   completes (bounded: a HANG failure otherwise) and
+ *                   everything is durable.  Runs last, as a hang leaves
+ *                   threads behind.
+ *
+ * The oracle, per 512-byte sector (each carries its block, sector
+ * index and version, see pattern_fill): the sector holds data written
+ * to that very sector (or zeros from a zero or trim, or the initial
+ * version 0), never anything else, and no older than what the last
+ * completed FLUSH (or the sector's last FUA write) covered.  A trim
+ * not yet covered by a completed FLUSH makes any version the sector
+ * ever had legal (NBD: trimmed data is undefined); once covered, the
+ * sector reads zeros (the memory backend zeroes trimmed ranges).
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+#include "membackend.h"
+#include "volume_int.h"
+
+#define BS 4096u
+#define SECTORS (BS / PAT_SECTOR)
+#define SEG 65536u
+#define ZERO_FLAG (UINT64_C (1) << 63)
+#define KiB 1024u
+#define MAX_DEVS (1 + HHC_MAX_LOGS)
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+static const char *const log_names[HHC_MAX_LOGS]
+    = { "log0", "log1", "log2", "log3", "log4", "log5", "log6", "log7" };
+
+/* Failures.  In the main thread they are cmocka's; the campaign runs
+ * each seed in a thread of its own under a watchdog (a hang is a
+ * failure too), and there a failure keeps its message and ends the
+ * thread (cmocka's longjmp must not cross threads).
+ */
+static __thread char *worker_msg; /* non-NULL in a campaign thread */
+#define MSG_MAX 600
+
+static void tfail (const char *fmt, ...)
+    __attribute__ ((noreturn, format (printf, 1, 2)));
+
+static void
+tfail (const char *fmt, ...)
+{
+  char msg[MSG_MAX];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  if (worker_msg)
+    {
+      snprintf (worker_msg, MSG_MAX, "%s", msg);
+      pthread_exit (NULL);
+    }
+  fail_msg ("%s", msg);
+  abort (); /* not reached */
+}
+
+#define T_ASSERT(c)                                                            \
+  do                                                                           \
+    {                                                                          \
+      if (!(c))                                                                \
+        tfail ("%s:%d: %s", __FILE__, __LINE__, #c);                           \
+    }                                                                          \
+  while (0)
+
+/* ------------------------------------------------------------------ */
+/* power: one switch for every device and the backend                  */
+/* ------------------------------------------------------------------ */
+
+struct power {
+  pthread_rwlock_t rw; /* read: one device or backend call; write: cut */
+  uint64_t ops;        /* atomic: counted calls since armed */
+  uint64_t crash_at;   /* atomic: cut at this counted call (0: never) */
+  bool sync_only;      /* atomic: count only syncs and backend flushes */
+  bool crashed;        /* atomic */
+  unsigned seed;       /* which unsynced writes survive */
+  bool revert_backend; /* the backend loses its unflushed writes too */
+  struct hhc_dev *cd[MAX_DEVS]; /* the crash devices (not wrappers) */
+  unsigned ncd;
+  unsigned char *img[MAX_DEVS]; /* what the cut left on each */
+  struct membackend *mb;
+  unsigned char *be_img;
+};
+
+static void
+power_init (struct power *pw, struct membackend *mb)
+{
+  pthread_rwlockattr_t a;
+
+  memset (pw, 0, sizeof *pw);
+  pthread_rwlockattr_init (&a);
+  /* A cut must not wait behind an endless stream of readers. */
+  pthread_rwlockattr_setkind_np (&a,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init (&pw->rw, &a);
+  pthread_rwlockattr_destroy (&a);
+  pw->mb = mb;
+}
+
+static void
+power_destroy (struct power *pw)
+{
+  for (unsigned i = 0; i < MAX_DEVS; i++)
+    free (pw->img[i]);
+  free (pw->be_img);
+  pthread_rwlock_destroy (&pw->rw);
+}
+
+/* The crash devices a cut applies to (SSD first, then the logs). */
+static void
+power_set_devs (struct power *pw, struct hhc_dev *const *cd, unsigned n)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  pw->ncd = n;
+  for (unsigned i = 0; i < n; i++)
+    pw->cd[i] = cd[i];
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+static bool
+power_crashed (struct power *pw)
+{
+  return __atomic_load_n (&pw->crashed, __ATOMIC_ACQUIRE);
+}
+
+/* Cut the power now: snapshot what survives, keep the devices live. */
+static void
+power_cut (struct power *pw)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  if (!pw->crashed)
+    {
+      for (unsigned i = 0; i < pw->ncd; i++)
+        {
+          struct hhc_dev *d = pw->cd[i];
+          unsigned char *cur = malloc (d->size);
+          free (pw->img[i]);
+          pw->img[i] = malloc (d->size);
+          if (cur == NULL || pw->img[i] == NULL
+              || dev_pread (d, cur, d->size, 0) != 0)
+            abort ();
+          crashdev_crash (d, pw->seed + 7919 * i, NULL, NULL);
+          if (dev_pread (d, pw->img[i], d->size, 0) != 0)
+            abort ();
+          /* The volume goes on with what it had written. */
+          crashdev_restart (d);
+          if (dev_pwrite (d, cur, d->size, 0) != 0)
+            abort ();
+          free (cur);
+        }
+      free (pw->be_img);
+      pw->be_img = malloc (membackend_size (pw->mb));
+      if (pw->be_img == NULL)
+        abort ();
+      membackend_peek (pw->mb, pw->revert_backend, pw->be_img,
+                       membackend_size (pw->mb), 0);
+      __atomic_store_n (&pw->crashed, true, __ATOMIC_RELEASE);
+    }
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+/* Arm: cut at the at-th counted call from now (0: disarm). */
+static void
+power_arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
+           bool revert_backend)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  pw->seed = seed;
+  pw->revert_backend = revert_backend;
+  __atomic_store_n (&pw->ops, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->sync_only, sync_only, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->crashed, false, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->crash_at, at, __ATOMIC_RELEASE);
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+/* Put the snapshot back (no volume open) and disarm. */
+static void
+power_restore (struct power *pw)
+{
+  T_ASSERT (pw->crashed);
+  for (unsigned i = 0; i < pw->ncd; i++)
+    {
+      struct hhc_dev *d = pw->cd[i];
+      crashdev_restart (d);
+      T_ASSERT ((dev_pwrite (d, pw->img[i], d->size, 0)) == 0);
+      T_ASSERT ((dev_sync (d)) == 0);
+    }
+  membackend_poke (pw->mb, pw->be_img, membackend_size (pw->mb), 0);
+  power_arm (pw, 0, false, 0, false);
+}
+
+/* kind: 0 read (not counted), 1 write, 2 sync. */
+static void
+power_enter (struct power *pw, int kind)
+{
+  if (pw == NULL)
+    return;
+  if (kind && __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE)
+      && (kind == 2 || !__atomic_load_n (&pw->sync_only, __ATOMIC_ACQUIRE)))
+    {
+      uint64_t n = __atomic_add_fetch (&pw->ops, 1, __ATOMIC_ACQ_REL);
+      if (n == __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE))
+        power_cut (pw); /* before this call: it happens after the cut */
+    }
+  pthread_rwlock_rdlock (&pw->rw);
+}
+
+static void
+power_leave (struct power *pw)
+{
+  if (pw)
+    pthread_rwlock_unlock (&pw->rw);
+}
+
+/* ---- pdev: a device behind the switch, with faults and latency ---- */
+
+struct pdev {
+  struct hhc_dev dev; /* first: the volume sees this */
+  struct hhc_dev *inner;
+  struct power *pw;
+  uint64_t writes;     /* atomic */
+  uint64_t fail_after; /* atomic: writes that succeed before it fails */
+  bool failing;        /* atomic: every call fails with EIO */
+  unsigned sync_delay_us;
+};
+
+static struct pdev *
+to_pdev (struct hhc_dev *d)
+{
+  return (struct pdev *)d;
+}
+
+static bool
+pd_failing (struct pdev *p)
+{
+  return __atomic_load_n (&p->failing, __ATOMIC_ACQUIRE);
+}
+
+static int
+pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  power_enter (p->pw, 0);
+  r = dev_pread (p->inner, buf, len, off);
+  power_leave (p->pw);
+  return r;
+}
+
+static int
+pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
+      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
+    {
+      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      return EIO;
+    }
+  power_enter (p->pw, 1);
+  r = dev_pwrite (p->inner, buf, len, off);
+  power_leave (p->pw);
+  return r;
+}
+
+static int
+pd_sync (struct hhc_dev *d)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  if (p->sync_delay_us)
+    {
+      struct timespec ts = { 0, (long)p->sync_delay_us * 1000 };
+      nanosleep (&ts, NULL);
+    }
+  power_enter (p->pw, 2);
+  r = dev_sync (p->inner);
+  power_leave (p->pw);
+  return r;
+}
+
+static void
+pd_close (struct hhc_dev *d)
+{
+  /* The test owns it: pdev_free. */
+}
+
+static const struct hhc_dev_ops pdev_ops = {
+  .pread = pd_pread,
+  .pwrite = pd_pwrite,
+  .sync = pd_sync,
+  .close = pd_close,
+};
+
+static struct hhc_dev *
+pdev_new (struct hhc_dev *inner, struct power *pw, const char *name)
+{
+  struct pdev *p = calloc (1, sizeof *p);
+
+  T_ASSERT ((p) != NULL);
+  p->dev.ops = &pdev_ops;
+  p->dev.size = inner->size;
+  p->dev.name = strdup (name);
+  T_ASSERT ((p->dev.name) != NULL);
+  p->inner = inner;
+  p->pw = pw;
+  p->fail_after = UINT64_MAX;
+  return &p->dev;
+}
+
+static void
+pdev_free (struct hhc_dev *d)
+{
+  if (d == NULL)
+    return;
+  free (d->name);
+  free (d);
+}
+
+/* The device fails (every call EIO) after n more successful writes. */
+static void
+pdev_fail_after (struct hhc_dev *d, uint64_t n)
+{
+  struct pdev *p = to_pdev (d);
+
+  __atomic_store_n (&p->fail_after,
+                    __atomic_load_n (&p->writes, __ATOMIC_ACQUIRE) + n,
+                    __ATOMIC_RELEASE);
+  if (n == 0)
+    __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+}
+
+static void
+pdev_heal (struct hhc_dev *d)
+{
+  struct pdev *p = to_pdev (d);
+
+  __atomic_store_n (&p->fail_after, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n (&p->failing, false, __ATOMIC_RELEASE);
+}
+
+/* A crash device plus its wrapper. */
+struct tdev {
+  struct hhc_dev *cd, *pd;
+};
+
+static void
+tdev_new (struct tdev *t, uint64_t size, struct power *pw, const char *name)
+{
+  T_ASSERT ((crashdev_create (size, &t->cd)) == 0);
+  t->pd = pdev_new (t->cd, pw, name);
+}
+
+static void
+tdev_free (struct tdev *t)
+{
+  pdev_free (t->pd);
+  if (t->cd)
+    crashdev_destroy (t->cd);
+  t->pd = t->cd = NULL;
+}
+
+/* Whole-device images (for replaying one state several ways). */
+static unsigned char *
+dev_save (struct hhc_dev *cd)
+{
+  unsigned char *p = malloc (cd->size);
+
+  T_ASSERT ((p) != NULL);
+  T_ASSERT ((dev_pread (cd, p, cd->size, 0)) == 0);
+  return p;
+}
+
+static void
+dev_load (struct hhc_dev *cd, const unsigned char *img)
+{
+  crashdev_restart (cd);
+  T_ASSERT ((dev_pwrite (cd, img, cd->size, 0)) == 0);
+  T_ASSERT ((dev_sync (cd)) == 0);
+}
+
+/* ---- pbe: the memory backend behind the switch ---- */
+
+struct pbe {
+  struct membackend *mb;
+  struct power *pw;
+};
+
+static int
+pbe_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 0);
+  r = membackend_ops.pread (b->mb, buf, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
+            bool fua)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.pwrite (b->mb, buf, count, offset, fua);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_flush (void *ctx)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 2);
+  r = membackend_ops.flush (b->mb);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_trim (void *ctx, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.trim (b->mb, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_zero (void *ctx, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.zero (b->mb, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+static const struct hhc_backend_ops pbe_ops = {
+  .pread = pbe_pread,
+  .pwrite = pbe_pwrite,
+  .flush = pbe_flush,
+  .trim = pbe_trim,
+  .zero = pbe_zero,
+};
+
+/* ------------------------------------------------------------------ */
+/* the oracle                                                          */
+/* ------------------------------------------------------------------ */
+
+struct hist {
+  uint64_t *v; /* versions written, oldest first; ZERO_FLAG|n = zeros */
+  uint32_t n, cap;
+};
+
+struct model {
+  uint64_t nsec;
+  struct hist *h;
+  uint64_t *latest;  /* newest entry per sector */
+  uint64_t *flushed; /* minimum (op number) a crash may leave */
+  bool *trimmed;     /* a trim not yet covered by a flush */
+};
+
+static uint64_t
+opnum (uint64_t v)
+{
+  return v & ~ZERO_FLAG;
+}
+
+static void
+model_init (struct model *m, uint64_t nsec)
+{
+  m->nsec = nsec;
+  m->h = calloc (nsec, sizeof *m->h);
+  m->latest = calloc (nsec, sizeof *m->latest);
+  m->flushed = calloc (nsec, sizeof *m->flushed);
+  m->trimmed = calloc (nsec, sizeof *m->trimmed);
+  T_ASSERT ((m->h) != NULL);
+  T_ASSERT ((m->latest) != NULL);
+  T_ASSERT ((m->flushed) != NULL);
+  T_ASSERT ((m->trimmed) != NULL);
+}
+
+static void
+model_free (struct model *m)
+{
+  for (uint64_t i = 0; i < m->nsec; i++)
+    free (m->h[i].v);
+  free (m->h);
+  free (m->latest);
+  free (m->flushed);
+  free (m->trimmed);
+}
+
+static void
+model_set (struct model *m, uint64_t sec, uint64_t v)
+{
+  struct hist *h = &m->h[sec];
+
+  if (h->n == h->cap)
+    {
+      h->cap = h->cap ? 2 * h->cap : 4;
+      h->v = realloc (h->v, h->cap * sizeof *h->v);
+      T_ASSERT ((h->v) != NULL);
+    }
+  h->v[h->n++] = v;
+  m->latest[sec] = v;
+}
+
+static void
+model_flush_all (struct model *m)
+{
+  for (uint64_t i = 0; i < m->nsec; i++)
+    {
+      m->flushed[i] = opnum (m->latest[i]);
+      m->trimmed[i] = false;
+    }
+}
+
+/* Is this sector content acceptable for sector sec after a crash? */
+static bool
+model_ok (const struct model *m, uint64_t sec, const unsigned char *data,
+          char *why, size_t whylen)
+{
+  const struct hist *h = &m->h[sec];
+  uint64_t lba = 0, ver = 0;
+  uint32_t sidx = 0;
+  int d = pattern_decode (data, &lba, &sidx, &ver);
+
+  if (d < 0)
+    {
+      snprintf (why, whylen, "garbage");
+      return false;
+    }
+  if (d == 1 && (lba != sec / SECTORS || sidx != sec % SECTORS))
+    {
+      snprintf (why, whylen, "block %llu sector %u's data (version %llu)",
+                (unsigned long long)lba, sidx, (unsigned long long)ver);
+      return false;
+    }
+  for (uint32_t i = 0; i < h->n; i++)
+    {
+      bool zero = h->v[i] & ZERO_FLAG;
+      if ((d == 0) != zero || (!zero && h->v[i] != ver))
+        continue;
+      if (m->trimmed[sec] || opnum (h->v[i]) >= m->flushed[sec])
+        return true;
+    }
+  if (d == 1)
+    snprintf (why, whylen, "version %llu (%s; flushed: %llu, latest: %llu%s%s)",
+              (unsigned long long)ver,
+              h->n && ver <= opnum (m->latest[sec]) ? "older than allowed"
+                                                    : "never written here",
+              (unsigned long long)m->flushed[sec],
+              (unsigned long long)opnum (m->latest[sec]),
+              m->latest[sec] & ZERO_FLAG ? " zero" : "",
+              m->trimmed[sec] ? ", trimmed" : "");
+  else
+    snprintf (why, whylen, "zeros (flushed: %llu, latest: %llu%s)",
+              (unsigned long long)m->flushed[sec],
+              (unsigned long long)opnum (m->latest[sec]),
+              m->latest[sec] & ZERO_FLAG ? " zero" : "");
+  return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* the crash campaign                                                  */
+/* ------------------------------------------------------------------ */
+
+struct run {
+  uint64_t seed, rng;
+  uint64_t nblocks;
+  uint32_t nslots;
+  unsigned nlogs;
+  uint64_t log_size;
+  struct power pw;
+  struct membackend *mb;
+  struct pbe be;
+  struct tdev ssd, logs[2];
+  struct hhc_backend_info info;
+  struct hhc_conf conf;
+  struct hhc_volume *vol;
+  struct model m;
+  uint64_t op; /* version counter */
+  unsigned char *buf;
+  const char *phase; /* atomic: the watchdog reads it */
+  /* what happened, for the summary */
+  uint64_t nwrites, nflushes, nops_counted;
+};
+
+static void
+set_phase (struct run *r, const char *phase)
+{
+  __atomic_store_n (&r->phase, phase, __ATOMIC_RELEASE);
+}
+
+static const char *
+get_phase (struct run *r)
+{
+  return __atomic_load_n (&r->phase, __ATOMIC_ACQUIRE);
+}
+
+#define RFAIL(r, ...)                                                          \
+  do                                                                           \
+    {                                                                          \
+      char msg_[400];                                                          \
+      snprintf (msg_, sizeof msg_, __VA_ARGS__);                               \
+      tfail ("seed %llu (%s): %s", (unsigned long long)(r)->seed,              \
+             get_phase (r), msg_);                                             \
+    }                                                                          \
+  while (0)
+
+static void
+run_set_devs (struct run *r)
+{
+  struct hhc_dev *cd[MAX_DEVS];
+
+  cd[0] = r->ssd.cd;
+  for (unsigned i = 0; i < r->nlogs; i++)
+    cd[1 + i] = r->logs[i].cd;
+  power_set_devs (&r->pw, cd, 1 + r->nlogs);
+  r->conf.test_dev = r->ssd.pd;
+  r->conf.own_dev = false;
+}
+
+static void
+new_ssd (struct run *r, uint32_t nslots)
+{
+  tdev_free (&r->ssd);
+  r->nslots = nslots;
+  tdev_new (&r->ssd, test_cache_dev_size (nslots, BS), &r->pw, "ssd");
+  run_set_devs (r);
+}
+
+static void
+run_open (struct run *r)
+{
+  int e = hhc_open (&r->conf, &pbe_ops, &r->info, &r->vol);
+
+  if (e)
+    RFAIL (r, "hhc_open: %s", strerror (e));
+  e = hhc_start (r->vol, &r->be);
+  if (e)
+    RFAIL (r, "hhc_start: %s", strerror (e));
+}
+
+static void
+run_close (struct run *r)
+{
+  int e = hhc_close (r->vol);
+
+  r->vol = NULL;
+  if (e)
+    RFAIL (r, "hhc_close: %s", strerror (e));
+}
+
+static uint64_t
+pick_lba (struct run *r)
+{
+  return test_rand_below (&r->rng, 2) ? test_rand_below (&r->rng, 24)
+                                      : test_rand_below (&r->rng, r->nblocks);
+}
+
+/* Sectors [first_sec, +nsec) (may span blocks). */
+static void
+do_write (struct run *r, uint64_t first_sec, uint64_t nsec, bool fua)
+{
+  uint64_t v = ++r->op;
+  int e;
+
+  for (uint64_t i = 0; i < nsec; i++)
+    {
+      uint64_t sec = first_sec + i;
+      pattern_fill (r->buf + i * PAT_SECTOR, sec / SECTORS, sec % SECTORS, 1,
+                    v);
+      model_set (&r->m, sec, v);
+    }
+  e = hhc_write (r->vol, &r->be, r->buf, nsec * PAT_SECTOR,
+                 first_sec * PAT_SECTOR, fua);
+  if (e)
+    RFAIL (r, "write of sectors %llu+%llu: %s", (unsigned long long)first_sec,
+           (unsigned long long)nsec, strerror (e));
+  if (fua && !power_crashed (&r->pw))
+    for (uint64_t i = 0; i < nsec; i++)
+      {
+        r->m.flushed[first_sec + i] = v;
+        r->m.trimmed[first_sec + i] = false;
+      }
+  r->nwrites++;
+}
+
+/* Zero or trim sectors [first_sec, +nsec). */
+static void
+do_passdown (struct run *r, uint64_t first_sec, uint64_t nsec, bool trim,
+             bool fua)
+{
+  uint64_t v = ++r->op | ZERO_FLAG;
+  uint64_t lo = first_sec, hi = first_sec + nsec;
+  int e;
+
+  if (trim)
+    {
+      /* Only whole blocks are dropped; edges stay as they are. */
+      lo = (first_sec + SECTORS - 1) / SECTORS * SECTORS;
+      hi = hi / SECTORS * SECTORS;
+    }
+  for (uint64_t s = lo; s < hi; s++)
+    {
+      model_set (&r->m, s, v);
+      if (trim)
+        r->m.trimmed[s] = true;
+    }
+  e = trim ? hhc_trim (r->vol, &r->be, nsec * PAT_SECTOR,
+                       first_sec * PAT_SECTOR, fua)
+           : hhc_zero (r->vol, &r->be, nsec * PAT_SECTOR,
+                       first_sec * PAT_SECTOR, fua);
+  if (e)
+    RFAIL (r, "%s: %s", trim ? "trim" : "zero", strerror (e));
+  /* FUA flushes the whole volume; count it for this range only. */
+  if (fua && !power_crashed (&r->pw))
+    for (uint64_t s = lo; s < hi; s++)
+      {
+        r->m.flushed[s] = opnum (v);
+        r->m.trimmed[s] = false;
+      }
+}
+
+static void
+do_flush (struct run *r, bool drain)
+{
+  int e = drain ? hhc_drain (r->vol, &r->be) : hhc_flush (r->vol, &r->be);
+
+  if (e)
+    RFAIL (r, "%s: %s", drain ? "drain" : "flush", strerror (e));
+  if (!power_crashed (&r->pw))
+    {
+      model_flush_all (&r->m);
+      r->nflushes++;
+    }
+}
+
+/* Before a cut, reads return exactly the newest data. */
+static void
+check_read_exact (struct run *r, uint64_t lba)
+{
+  unsigned char blk[BS], want[PAT_SECTOR];
+  int e = hhc_read (r->vol, &r->be, blk, BS, lba * BS);
+
+  if (e)
+    RFAIL (r, "read of block %llu: %s", (unsigned long long)lba, strerror (e));
+  for (uint32_t s = 0; s < SECTORS; s++)
+    {
+      uint64_t v = r->m.latest[lba * SECTORS + s];
+      if (v & ZERO_FLAG)
+        memset (want, 0, sizeof want);
+      else
+        pattern_fill (want, lba, s, 1, v);
+      if (memcmp (blk + s * PAT_SECTOR, want, PAT_SECTOR) != 0)
+        RFAIL (r,
+               "op %llu: block %llu sector %u does not read its newest "
+               "data",
+               (unsigned long long)r->op, (unsigned long long)lba, s);
+    }
+}
+
+static void
+workload (struct run *r, int nops)
+{
+  for (int i = 0; i < nops && !power_crashed (&r->pw); i++)
+    {
+      uint64_t op = test_rand_below (&r->rng, 100);
+      uint64_t lba = pick_lba (r);
+
+      if (op < 46)
+        {
+          uint64_t s0 = 0, n = SECTORS;
+          uint64_t kind = test_rand_below (&r->rng, 10);
+          if (kind < 4) /* part of a block */
+            {
+              s0 = test_rand_below (&r->rng, SECTORS);
+              n = 1 + test_rand_below (&r->rng, SECTORS - s0);
+            }
+          else if (kind == 9 && lba + 3 <= r->nblocks)
+            {
+              /* 2-3 blocks, unaligned */
+              s0 = test_rand_below (&r->rng, SECTORS);
+              n = SECTORS + test_rand_below (&r->rng, 2 * SECTORS - s0);
+            }
+          do_write (r, lba * SECTORS + s0, n,
+                    test_rand_below (&r->rng, 20) == 0);
+        }
+      else if (op < 58)
+        check_read_exact (r, lba);
+      else if (op < 69)
+        do_flush (r, false);
+      else if (op < 70)
+        do_flush (r, true);
+      else if (op < 78)
+        {
+          long n = flusher_batch (r->vol, &r->be,
+                                  1 + test_rand_below (&r->rng, 3));
+          if (n < 0)
+            RFAIL (r, "flusher_batch: %s", strerror ((int)-n));
+        }
+      else if (op < 80)
+        {
+          /* A burst of whole blocks without a flush: the log fills. */
+          uint64_t n = 8 + test_rand_below (&r->rng, 40);
+          for (uint64_t k = 0; k < n && !power_crashed (&r->pw); k++)
+            do_write (r, test_rand_below (&r->rng, r->nblocks) * SECTORS,
+                      SECTORS, false);
+        }
+      else if (op < 82)
+        {
+          int e = vol_reclaim (r->vol);
+          if (e)
+            RFAIL (r, "vol_reclaim: %s", strerror (e));
+        }
+      else if (op < 94 && lba + 2 <= r->nblocks)
+        {
+          /* Zero or trim up to two blocks, sector aligned. */
+          uint64_t s0 = test_rand_below (&r->rng, SECTORS);
+          uint64_t n = 1 + test_rand_below (&r->rng, 2 * SECTORS - s0);
+          do_passdown (r, lba * SECTORS + s0, n, op >= 88,
+                       test_rand_below (&r->rng, 8) == 0);
+        }
+      else
+        {
+          int e = hhc_prefetch (r->vol, &r->be, 2 * BS,
+                                (lba + 2 <= r->nblocks ? lba : 0) * BS);
+          if (e)
+            RFAIL (r, "prefetch: %s", strerror (e));
+        }
+    }
+}
+
+/* Every sector of the volume (through reads) or of the backend. */
+static void
+verify_all (struct run *r, bool backend, const char *what)
+{
+  unsigned char blk[BS];
+  char why[200];
+
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      if (backend)
+        membackend_peek (r->mb, false, blk, BS, l * BS);
+      else
+        {
+          int e = hhc_read (r->vol, &r->be, blk, BS, l * BS);
+          if (e)
+            RFAIL (r, "%s: read of block %llu: %s", what, (unsigned long long)l,
+                   strerror (e));
+        }
+      for (uint32_t s = 0; s < SECTORS; s++)
+        if (!model_ok (&r->m, l * SECTORS + s, blk + s * PAT_SECTOR, why,
+                       sizeof why))
+          RFAIL (r, "%s: block %llu sector %u holds %s", what,
+                 (unsigned long long)l, s, why);
+    }
+}
+
+struct totals {
+  uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
+  uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
+  uint64_t head_persists, mirrors2, backend_reverts, ops;
+};
+
+static void
+add_log_stats (struct run *r, struct totals *t)
+{
+  struct log_stats ls;
+
+  log_get_stats (r->vol->log, &ls);
+  t->segments += ls.segments;
+  t->wrapped += ls.bytes > ls.region_size;
+  t->full_waits += ls.full_waits;
+  t->relogged += ls.relogged;
+  t->reclaimed += ls.reclaimed;
+  t->revokes += ls.revokes;
+  t->head_persists += ls.head_persists;
+}
+
+/* After the restart: the volume works, and after a drain the backend
+ * holds exactly what the volume reads.
+ */
+static void
+check_usable (struct run *r)
+{
+  unsigned char blk[BS];
+
+  set_phase (r, "after recovery");
+  for (int i = 0; i < 6; i++)
+    {
+      uint64_t lba = pick_lba (r);
+      do_write (r, lba * SECTORS, SECTORS, false);
+    }
+  do_flush (r, true);
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      T_ASSERT ((hhc_read (r->vol, &r->be, blk, BS, l * BS)) == 0);
+      if (membackend_cmp (r->mb, true, blk, BS, l * BS) != 0)
+        RFAIL (r,
+               "after a drain, block %llu reads other data than the "
+               "backend holds",
+               (unsigned long long)l);
+    }
+}
+
+static void
+one_run (struct run *r, uint64_t seed, struct totals *t)
+{
+  static const uint32_t slot_choice[] = { 64, 128, 256, 400 };
+  static const uint64_t region_choice[]
+      = { 320 * KiB, 384 * KiB, 512 * KiB, 1024 * KiB, 3072 * KiB };
+  static const unsigned low_choice[] = { 2, 5, 10, 20 };
+  unsigned char blk[BS];
+  int how;
+
+  r->seed = seed;
+  r->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+  set_phase (r, "setup");
+  r->nblocks = (1 + test_rand_below (&r->rng, 2)) * 256;
+  r->nlogs = 1 + test_rand_below (&r->rng, 2);
+  r->log_size = LOG_REGION_OFF + region_choice[test_rand_below (&r->rng, 5)];
+  r->buf = malloc (3 * BS);
+  T_ASSERT ((r->buf) != NULL);
+  r->mb = membackend_new (r->nblocks * BS);
+  T_ASSERT ((r->mb) != NULL);
+  power_init (&r->pw, r->mb);
+  r->be = (struct pbe){ r->mb, &r->pw };
+  model_init (&r->m, r->nblocks * SECTORS);
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      pattern_fill (blk, l, 0, SECTORS, 0);
+      membackend_poke (r->mb, blk, BS, l * BS);
+      for (uint32_t s = 0; s < SECTORS; s++)
+        model_set (&r->m, l * SECTORS + s, 0);
+    }
+  r->info = membackend_info (r->mb, test_rand_below (&r->rng, 2) ? 16384 : 0,
+                             "membackend:log");
+  hhc_conf_init (&r->conf);
+  r->conf.mode = HHC_MODE_HHC;
+  r->conf.log = test_log;
+  r->conf.nlogs = r->nlogs;
+  r->conf.segment_size = SEG;
+  r->conf.log_buffers = 2 + test_rand_below (&r->rng, 3);
+  r->conf.writeback_threads = 2;
+  if (test_rand_below (&r->rng, 3))
+    {
+      r->conf.dirty_low = low_choice[test_rand_below (&r->rng, 4)];
+      r->conf.dirty_high
+          = r->conf.dirty_low + 5 + test_rand_below (&r->rng, 30);
+    }
+  else
+    {
+      /* Write-back mostly when the log fills up: the log runs full. */
+      r->conf.dirty_low = 70;
+      r->conf.dirty_high = 85;
+    }
+  r->conf.dirty_max = 90;
+  for (unsigned i = 0; i < r->nlogs; i++)
+    {
+      tdev_new (&r->logs[i], r->log_size, &r->pw, log_names[i]);
+      r->conf.log_paths[i] = log_names[i];
+      r->conf.log_devs[i] = r->logs[i].pd;
+    }
+  r->conf.own_log_devs = false;
+  new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+  run_open (r);
+
+  /* Some runs start from a volume that was closed and reopened. */
+  if (seed % 4 == 0)
+    {
+      set_phase (r, "before the reopen");
+      workload (r, 80);
+      run_close (r);
+      model_flush_all (&r->m); /* close makes everything durable */
+      run_open (r);
+    }
+
+  /* The cut: at any counted call (device write or sync, backend
+   * write, trim, zero or flush), or only at a sync or backend flush.
+   */
+  set_phase (r, "workload");
+  bool revert = test_rand_below (&r->rng, 2);
+  t->backend_reverts += revert;
+  if (test_rand_below (&r->rng, 2))
+    power_arm (&r->pw, 1 + test_rand_below (&r->rng, 1500), false,
+               (unsigned)seed, revert);
+  else
+    power_arm (&r->pw, 1 + test_rand_below (&r->rng, 400), true, (unsigned)seed,
+               revert);
+  workload (r, 250 + test_rand_below (&r->rng, 250));
+  t->ops += __atomic_load_n (&r->pw.ops, __ATOMIC_ACQUIRE);
+  if (power_crashed (&r->pw))
+    t->cut_mid++;
+  else
+    power_cut (&r->pw);
+  add_log_stats (r, t);
+  set_phase (r, "close after the cut");
+  run_close (r);
+  power_restore (&r->pw);
+
+  how = test_rand_below (&r->rng, 2);
+  if (how == 0)
+    {
+      /* (a) Power back on: reload the cache. */
+      set_phase (r, "reopen");
+      t->reopen++;
+      run_open (r);
+      verify_all (r, false, "reopened volume");
+    }
+  else
+    {
+      /* (b) The SSD is lost: a blank one, and the log is replayed into
+       * the backend at start.  Sometimes the power fails again during
+       * the recovery.
+       */
+      t->replay++;
+      set_phase (r, "replay");
+      new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+      if (test_rand_below (&r->rng, 3) == 0)
+        {
+          set_phase (r, "replay, cut during recovery");
+          power_arm (&r->pw, 1 + test_rand_below (&r->rng, 120),
+                     test_rand_below (&r->rng, 2), (unsigned)seed + 1,
+                     test_rand_below (&r->rng, 2));
+          run_open (r);
+          if (power_crashed (&r->pw))
+            {
+              t->recovery_cut++;
+              run_close (r);
+              power_restore (&r->pw);
+              /* Again with what is left of the new SSD, or another. */
+              if (test_rand_below (&r->rng, 2))
+                new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+              set_phase (r, "replay after a cut during recovery");
+              run_open (r);
+            }
+          else
+            power_arm (&r->pw, 0, false, 0, false);
+        }
+      else
+        run_open (r);
+      verify_all (r, true, "backend after the replay");
+      verify_all (r, false, "volume after the replay");
+    }
+  check_usable (r);
+  run_close (r);
+
+  t->runs++;
+  t->writes += r->nwrites;
+  t->flushes += r->nflushes;
+  t->mirrors2 += r->nlogs == 2;
+  tdev_free (&r->ssd);
+  for (unsigned i = 0; i < r->nlogs; i++)
+    tdev_free (&r->logs[i]);
+  power_destroy (&r->pw);
+  membackend_free (r->mb);
+  model_free (&r->m);
+  free (r->buf);
+}
+
+struct seed_job {
+  struct run r;
+  uint64_t seed;
+  struct totals t;
+  char msg[MSG_MAX];
+};
+
+static void *
+seed_thread (void *p)
+{
+  struct seed_job *j = p;
+
+  worker_msg = j->msg;
+  one_run (&j->r, j->seed, &j->t);
+  return NULL;
+}
+
+static void
+test_random_crashes (void **state)
+{
+  uint64_t first = test_env_u64 ("HHC_TEST_SEED", 1);
+  uint64_t n = test_env_u64 ("HHC_TEST_ROUNDS", SANITIZED ? 12 : 50);
+  /* A seed that has not finished after this long hangs. */
+  unsigned timeout_s = test_env_u64 ("HHC_TEST_TIMEOUT", SANITIZED ? 300 : 60);
+  /* HHC_TEST_KEEP_GOING=1: report every failing seed, not the first. */
+  bool keep_going = test_env_u64 ("HHC_TEST_KEEP_GOING", 0);
+  struct totals t = { 0 };
+  uint64_t failed = 0;
+  char first_msg[MSG_MAX] = "";
+
+  printf ("log crash campaign: seeds %llu..%llu (replay one with "
+          "HHC_TEST_SEED=n HHC_TEST_ROUNDS=1)\n",
+          (unsigned long long)first, (unsigned long long)(first + n - 1));
+  fflush (stdout);
+  for (uint64_t seed = first; seed < first + n; seed++)
+    {
+      struct seed_job *j = calloc (1, sizeof *j);
+      pthread_t th;
+      assert_non_null (j);
+      j->seed = seed;
+      assert_int_equal (pthread_create (&th, NULL, seed_thread, j), 0);
+      if (!test_join (th, timeout_s * 1000))
+        /* Leaked on purpose: its threads are stuck. */
+        snprintf (j->msg, sizeof j->msg,
+                  "seed %llu (%s): HANG: not finished after %u s",
+                  (unsigned long long)seed, get_phase (&j->r), timeout_s);
+      if (j->msg[0])
+        {
+          printf ("FAILED: %s\n", j->msg);
+          fflush (stdout);
+          if (failed++ == 0)
+            snprintf (first_msg, sizeof first_msg, "%s", j->msg);
+          if (!keep_going)
+            break;
+          continue; /* leaked: it may still be in use */
+        }
+      t.runs += j->t.runs;
+      t.cut_mid += j->t.cut_mid;
+      t.reopen += j->t.reopen;
+      t.replay += j->t.replay;
+      t.recovery_cut += j->t.recovery_cut;
+      t.writes += j->t.writes;
+      t.flushes += j->t.flushes;
+      t.segments += j->t.segments;
+      t.wrapped += j->t.wrapped;
+      t.full_waits += j->t.full_waits;
+      t.relogged += j->t.relogged;
+      t.reclaimed += j->t.reclaimed;
+      t.revokes += j->t.revokes;
+      t.head_persists += j->t.head_persists;
+      t.mirrors2 += j->t.mirrors2;
+      t.backend_reverts += j->t.backend_reverts;
+      t.ops += j->t.ops;
+      free (j);
+    }
+  printf ("%llu runs (%llu with 2 mirrors, %llu cut mid-workload, %llu "
+          "with the backend losing unflushed writes): %llu reopened, %llu "
+          "replayed (%llu cut again during recovery); %llu writes, %llu "
+          "completed flushes, %llu counted calls; log: %llu segments, "
+          "%llu runs wrapped, %llu full waits, %llu relogged, %llu "
+          "reclaimed, %llu revokes, %llu head persists\n",
+          (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
+          (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
+          (unsigned long long)t.reopen, (unsigned long long)t.replay,
+          (unsigned long long)t.recovery_cut, (unsigned long long)t.writes,
+          (unsigned long long)t.flushes, (unsigned long long)t.ops,
+          (unsigned long long)t.segments, (unsigned long long)t.wrapped,
+          (unsigned long long)t.full_waits, (unsigned long long)t.relogged,
+          (unsigned long long)t.reclaimed, (unsigned long long)t.revokes,
+          (unsigned long long)t.head_persists);
+  if (failed)
+    fail_msg ("%llu seed(s) failed; the first: %s", (unsigned long long)failed,
+              first_msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* a simple environment for the directed tests                         */
+/* ------------------------------------------------------------------ */
+
+struct env {
+  struct membackend *mb;
+  struct pbe be;
+  struct tdev ssd;
+  struct tdev logs[HHC_MAX_LOGS];
+  unsigned nlogs;
+  struct hhc_backend_info info;
+  struct hhc_conf conf;
+  struct hhc_volume *vol;
+  uint64_t nblocks;
+  uint32_t nslots;
+};
+
+/* Backend of nblocks blocks, block l holding pattern version 0. */
+static void
+env_init (struct env *e, uint64_t nblocks, uint32_t nslots, unsigned nlogs,
+          uint64_t log_size)
+{
+  unsigned char blk[BS];
+
+  memset (e, 0, sizeof *e);
+  e->nblocks = nblocks;
+  e->nslots = nslots;
+  e->mb = membackend_new (nblocks * BS);
+  assert_non_null (e->mb);
+  e->be = (struct pbe){ e->mb, NULL };
+  for (uint64_t l = 0; l < nblocks; l++)
+    {
+      pattern_fill (blk, l, 0, SECTORS, 0);
+      membackend_poke (e->mb, blk, BS, l * BS);
+    }
+  e->info = membackend_info (e->mb, 0, "membackend:log-env");
+  tdev_new (&e->ssd, test_cache_dev_size (nslots, BS), NULL, "ssd");
+  hhc_conf_init (&e->conf);
+  e->conf.mode = HHC_MODE_HHC;
+  e->conf.log = test_log;
+  e->conf.test_dev = e->ssd.pd;
+  e->conf.segment_size = SEG;
+  e->conf.writeback_threads = 2;
+  e->nlogs = nlogs;
+  e->conf.nlogs = nlogs;
+  for (unsigned i = 0; i < nlogs; i++)
+    {
+      tdev_new (&e->logs[i], log_size, NULL, log_names[i]);
+      e->conf.log_paths[i] = log_names[i];
+      e->conf.log_devs[i] = e->logs[i].pd;
+    }
+}
+
+static int
+env_try_open (struct env *e)
+{
+  int r = hhc_open (&e->conf, &pbe_ops, &e->info, &e->vol);
+
+  if (r == 0 && (r = hhc_start (e->vol, &e->be)) != 0)
+    {
+      hhc_close (e->vol);
+      e->vol = NULL;
+    }
+  return r;
+}
+
+static void
+env_open (struct env *e)
+{
+  assert_int_equal (env_try_open (e), 0);
+}
+
+static void
+env_close (struct env *e)
+{
+  assert_int_equal (hhc_close (e->vol), 0);
+  e->vol = NULL;
+}
+
+/* A blank SSD (the old one is lost). */
+static void
+env_new_ssd (struct env *e)
+{
+  tdev_free (&e->ssd);
+  tdev_new (&e->ssd, test_cache_dev_size (e->nslots, BS), NULL, "ssd");
+  e->conf.test_dev = e->ssd.pd;
+}
+
+static void
+env_free (struct env *e)
+{
+  if (e->vol)
+    hhc_close (e->vol);
+  tdev_free (&e->ssd);
+  for (unsigned i = 0; i < HHC_MAX_LOGS; i++)
+    tdev_free (&e->logs[i]);
+  membackend_free (e->mb);
+}
+
+static void
+env_write (struct env *e, uint64_t lba, uint64_t version, bool fua)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, version);
+  assert_int_equal (hhc_write (e->vol, &e->be, blk, BS, lba * BS, fua), 0);
+}
+
+static void
+env_flush (struct env *e)
+{
+  assert_int_equal (hhc_flush (e->vol, &e->be), 0);
+}
+
+/* Does the backend (durable bytes) hold version v of block lba? */
+static bool
+backend_has (struct env *e, uint64_t lba, uint64_t v)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, v);
+  return membackend_cmp (e->mb, true, blk, BS, lba * BS) == 0;
+}
+
+static bool
+reads_v (struct env *e, uint64_t lba, uint64_t v)
+{
+  unsigned char blk[BS], want[BS];
+
+  pattern_fill (want, lba, 0, SECTORS, v);
+  assert_int_equal (hhc_read (e->vol, &e->be, blk, BS, lba * BS), 0);
+  return memcmp (blk, want, BS) == 0;
+}
+
+/* The version of block lba in the backend's durable bytes (-1: not a
+ * whole block of one version of lba).
+ */
+static int64_t
+backend_version (struct env *e, uint64_t lba)
+{
+  unsigned char blk[BS];
+  uint64_t l, v = 0, v0 = 0;
+  uint32_t s;
+
+  membackend_peek (e->mb, true, blk, BS, lba * BS);
+  for (uint32_t i = 0; i < SECTORS; i++)
+    {
+      if (pattern_decode (blk + i * PAT_SECTOR, &l, &s, &v) != 1 || l != lba
+          || s != i || (i && v != v0))
+        return -1;
+      v0 = v;
+    }
+  return (int64_t)v;
+}
+
+/* Every block of the backend holds expect[lba]. */
+static void
+check_backend_state (struct env *e, const uint64_t *expect, const char *what)
+{
+  for (uint64_t l = 0; l < e->nblocks; l++)
+    if (!backend_has (e, l, expect[l]))
+      fail_msg ("%s: backend block %llu holds version %lld, expected %llu",
+                what, (unsigned long long)l, (long long)backend_version (e, l),
+                (unsigned long long)expect[l]);
+}
+
+static struct hhc_counts
+counts (struct env *e)
+{
+  struct hhc_counts c;
+
+  hhc_get_counts (e->vol, &c);
+  return c;
+}
+
+/* ---- torn tail ---- */
+
+static uint32_t
+rd32 (const unsigned char *p)
+{
+  uint32_t v;
+  memcpy (&v, p, 4);
+  return le32toh (v);
+}
+
+static uint64_t
+rd64 (const unsigned char *p)
+{
+  uint64_t v;
+  memcpy (&v, p, 8);
+  return le64toh (v);
+}
+
+struct seg_desc {
+  uint64_t off; /* on the device */
+  uint64_t seq;
+  uint32_t flags, nblocks, hdr_len;
+  uint64_t len;
+};
+
+/* Follow the segment chain of a log that never wrapped (log.c's
+ * format: "HHCSEG01", u64 seq at 8, u32 flags at 24, u32 block count
+ * at 28, u32 header length at 36).
+ */
+static size_t
+parse_segments (struct hhc_dev *d, struct seg_desc *out, size_t max)
+{
+  unsigned char h[4096];
+  uint64_t pos = 0, seq = 0;
+  size_t n = 0;
+
+  while (n < max && LOG_REGION_OFF + pos + sizeof h <= d->size)
+    {
+      assert_int_equal (dev_pread (d, h, sizeof h, LOG_REGION_OFF + pos), 0);
+      if (memcmp (h, LOG_SEG_MAGIC, 8) != 0 || (n && rd64 (h + 8) != seq + 1))
+        break;
+      struct seg_desc s = { LOG_REGION_OFF + pos, rd64 (h + 8),  rd32 (h + 24),
+                            rd32 (h + 28),        rd32 (h + 36), 0 };
+      s.len = s.hdr_len + HHC_ROUND_UP ((uint64_t)s.nblocks * BS, 4096);
+      out[n++] = s;
+      seq = s.seq;
+      pos += s.len;
+    }
+  return n;
+}
+
+static void
+garble (struct hhc_dev *d, uint64_t off, uint64_t len, uint64_t seed)
+{
+  unsigned char *p = malloc (len);
+
+  assert_non_null (p);
+  for (uint64_t i = 0; i < len; i++)
+    p[i] = (unsigned char)test_rand (&seed);
+  assert_int_equal (dev_pwrite (d, p, len, off), 0);
+  assert_int_equal (dev_sync (d), 0);
+  free (p);
+}
+
+#define TT_ROUNDS 4
+#define TT_BLOCKS 64
+
+/* variant 0: the last barrier segment is garbage from its header on;
+ * 1: only its last data block is (a torn write); 2: the barrier before
+ * it has one flipped byte, so the last (valid) one must be ignored.
+ */
+static void
+torn_tail_variant (int variant)
+{
+  struct env e;
+  uint64_t state[TT_ROUNDS + 1][TT_BLOCKS];
+  uint64_t rng = 1234 + variant;
+  struct seg_desc segs[64], *data[TT_ROUNDS];
+  size_t nseg, nd = 0;
+  int keep;
+
+  env_init (&e, TT_BLOCKS, 128, 1, LOG_REGION_OFF + 1024 * KiB);
+  env_open (&e);
+  /* Nothing reaches the backend but the replay. */
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  memset (state[0], 0, sizeof state[0]);
+  for (int k = 1; k <= TT_ROUNDS; k++)
+    {
+      memcpy (state[k], state[k - 1], sizeof state[k]);
+      for (int i = 0; i < 6; i++)
+        {
+          uint64_t lba = test_rand_below (&rng, 24);
+          uint64_t v = k * 100 + i;
+          env_write (&e, lba, v, false);
+          state[k][lba] = v;
+        }
+      env_flush (&e);
+    }
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+
+  nseg = parse_segments (e.logs[0].cd, segs, 64);
+  for (size_t i = 0; i < nseg; i++)
+    if (segs[i].nblocks)
+      {
+        assert_true (nd < TT_ROUNDS);
+        assert_true (segs[i].flags & LOG_F_BARRIER);
+        data[nd++] = &segs[i];
+      }
+  assert_int_equal (nd, TT_ROUNDS);
+  switch (variant)
+    {
+    case 0:
+      garble (e.logs[0].cd, data[3]->off, data[3]->len, rng);
+      keep = 3;
+      break;
+    case 1:
+      garble (e.logs[0].cd, data[3]->off + data[3]->len - BS, BS, rng);
+      keep = 3;
+      break;
+    default:
+      {
+        unsigned char b;
+        uint64_t off = data[2]->off + LOG_HDR_FIXED; /* its LBA table */
+        assert_int_equal (dev_pread (e.logs[0].cd, &b, 1, off), 0);
+        b ^= 0x40;
+        assert_int_equal (dev_pwrite (e.logs[0].cd, &b, 1, off), 0);
+        assert_int_equal (dev_sync (e.logs[0].cd), 0);
+        keep = 2;
+      }
+    }
+
+  /* The SSD is lost: the replay stops at the corrupt segment. */
+  env_new_ssd (&e);
+  env_open (&e);
+  check_backend_state (&e, state[keep], "after replaying a torn tail");
+
+  /* The log goes on from there: new barriers, another SSD loss, and
+   * the segments after the corrupt one stay ignored.
+   */
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  for (int i = 0; i < 3; i++)
+    {
+      uint64_t lba = 30 + i;
+      /* The first one over a block that the ignored barriers wrote. */
+      for (uint64_t l = 0; i == 0 && l < TT_BLOCKS; l++)
+        if (state[TT_ROUNDS][l] != state[keep][l])
+          {
+            lba = l;
+            break;
+          }
+      env_write (&e, lba, 900 + i, false);
+      state[keep][lba] = 900 + i;
+    }
+  env_flush (&e);
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_new_ssd (&e);
+  env_open (&e);
+  check_backend_state (&e, state[keep], "after a second SSD loss");
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_torn_tail (void **state)
+{
+  for (int v = 0; v < 3; v++)
+    torn_tail_variant (v);
+}
+
+/* ---- mirrors ---- */
+
+#define MB_BLOCKS 64
+
+/* One mirror fails (fidx), then the SSD is lost; replay from: 0 the
+ * survivor alone, 1 the survivor next to the failed mirror (healed,
+ * stale), 2 the survivor next to a blank device, which then carries
+ * the log alone after the survivor is lost too.
+ */
+static void
+mirror_fails (unsigned fidx, uint64_t fail_after)
+{
+  struct env e;
+  uint64_t expect[MB_BLOCKS] = { 0 };
+  unsigned char *limg[2], *be;
+  unsigned surv = !fidx;
+
+  env_init (&e, MB_BLOCKS, 128, 2, LOG_REGION_OFF + 1024 * KiB);
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  for (uint64_t l = 0; l < 8; l++)
+    {
+      env_write (&e, l, 10 + l, false);
+      expect[l] = 10 + l;
+    }
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 0);
+  pdev_fail_after (e.logs[fidx].pd, fail_after);
+  for (int k = 2; k <= 4; k++)
+    {
+      for (uint64_t l = 4; l < 16; l++)
+        {
+          env_write (&e, l, k * 100 + l, false);
+          expect[l] = k * 100 + l;
+        }
+      env_flush (&e);
+      assert_true (reads_v (&e, 5, k * 100 + 5));
+    }
+  env_write (&e, 20, 2020, true); /* FUA */
+  expect[20] = 2020;
+  struct hhc_counts c = counts (&e);
+  assert_int_equal (c.log_mirrors, 2);
+  assert_int_equal (c.log_mirrors_failed, 1);
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  pdev_heal (e.logs[fidx].pd);
+  for (int i = 0; i < 2; i++)
+    limg[i] = dev_save (e.logs[i].cd);
+  be = malloc (MB_BLOCKS * BS);
+  assert_non_null (be);
+  membackend_peek (e.mb, true, be, MB_BLOCKS * BS, 0);
+
+  for (int variant = 0; variant < 3; variant++)
+    {
+      for (int i = 0; i < 2; i++)
+        dev_load (e.logs[i].cd, limg[i]);
+      membackend_poke (e.mb, be, MB_BLOCKS * BS, 0);
+      env_new_ssd (&e);
+      if (variant == 0)
+        {
+          e.conf.nlogs = 1;
+          e.conf.log_devs[0] = e.logs[surv].pd;
+        }
+      else
+        {
+          e.conf.nlogs = 2;
+          e.conf.log_devs[0] = e.logs[0].pd;
+          e.conf.log_devs[1] = e.logs[1].pd;
+          if (variant == 2)
+            {
+              tdev_free (&e.logs[fidx]);
+              tdev_new (&e.logs[fidx], LOG_REGION_OFF + 1024 * KiB, NULL,
+                        log_names[fidx]);
+              e.conf.log_devs[fidx] = e.logs[fidx].pd;
+            }
+        }
+      env_open (&e);
+      for (uint64_t l = 0; l < MB_BLOCKS; l++)
+        if (!backend_has (&e, l, expect[l]))
+          fail_msg ("mirror %u failed, replay variant %d: block %llu holds "
+                    "version %lld, expected %llu",
+                    fidx, variant, (unsigned long long)l,
+                    (long long)backend_version (&e, l),
+                    (unsigned long long)expect[l]);
+      if (variant == 2)
+        {
+          /* The blank mirror joined: after a barrier of this run it
+           * alone holds what a replay needs.
+           */
+          membackend_fail_all (e.mb, MB_OP_WRITE, true);
+          for (uint64_t l = 30; l < 36; l++)
+            {
+              env_write (&e, l, 3000 + l, false);
+              expect[l] = 3000 + l;
+            }
+          env_flush (&e);
+          env_close (&e);
+          membackend_fail_all (e.mb, MB_OP_WRITE, false);
+          env_new_ssd (&e);
+          e.conf.nlogs = 1;
+          e.conf.log_devs[0] = e.logs[fidx].pd;
+          env_open (&e);
+          for (uint64_t l = 0; l < MB_BLOCKS; l++)
+            if (!backend_has (&e, l, expect[l]))
+              fail_msg ("mirror %u failed, replay from the mirror that "
+                        "joined: block %llu holds version %lld, expected "
+                        "%llu",
+                        fidx, (unsigned long long)l,
+                        (long long)backend_version (&e, l),
+                        (unsigned long long)expect[l]);
+        }
+      env_close (&e);
+    }
+  e.conf.nlogs = 2;
+  free (be);
+  free (limg[0]);
+  free (limg[1]);
+  env_free (&e);
+}
+
+static void
+test_mirror_fails (void **state)
+{
+  for (unsigned fidx = 0; fidx < 2; fidx++)
+    for (uint64_t after = 0; after < 3; after++)
+      mirror_fails (fidx, after);
+}
+
+static void
+test_mirrors_fail (void **state)
+{
+  struct env e;
+
+  env_init (&e, MB_BLOCKS, 128, 2, LOG_REGION_OFF + 1024 * KiB);
+  env_open (&e);
+  for (uint64_t l = 0; l < 8; l++)
+    env_write (&e, l, 10 + l, false);
+  env_flush (&e);
+  pdev_fail_after (e.logs[0].pd, 0);
+  pdev_fail_after (e.logs[1].pd, 1);
+  for (uint64_t l = 4; l < 24; l++)
+    env_write (&e, l, 100 + l, false);
+  /* No mirror left: FLUSH writes back every dirty block instead. */
+  env_flush (&e);
+  struct hhc_counts c = counts (&e);
+  assert_int_equal (c.log_mirrors_failed, 2);
+  assert_int_equal (c.dirty, 0);
+  for (uint64_t l = 0; l < 24; l++)
+    assert_true (backend_has (&e, l, l < 4 ? 10 + l : 100 + l));
+  /* And a FUA write is durable in the backend when it returns. */
+  env_write (&e, 30, 3030, true);
+  assert_true (backend_has (&e, 30, 3030));
+  env_write (&e, 31, 3131, false);
+  env_write (&e, 5, 555, false);
+  env_flush (&e);
+  assert_true (backend_has (&e, 31, 3131));
+  assert_true (backend_has (&e, 5, 555));
+  assert_true (reads_v (&e, 5, 555));
+  env_close (&e);
+  env_free (&e);
+}
+
+/* ---- group commit ---- */
+
+#define GC_THREADS 16
+#define GC_ITERS 25
+
+struct gc_arg {
+  struct env *e;
+  unsigned id;
+  int err;
+};
+
+static void *
+gc_thread (void *p)
+{
+  struct gc_arg *a = p;
+  unsigned char blk[BS];
+
+  for (unsigned i = 0; i < GC_ITERS && a->err == 0; i++)
+    {
+      uint64_t lba = a->id * 4 + i % 4;
+      pattern_fill (blk, lba, 0, SECTORS, 1 + i);
+      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, lba * BS, false);
+      if (a->err == 0)
+        a->err = hhc_flush (a->e->vol, &a->e->be);
+    }
+  return NULL;
+}
+
+static void
+test_group_commit (void **state)
+{
+  struct env e;
+  pthread_t th[GC_THREADS];
+  struct gc_arg args[GC_THREADS];
+  struct hhc_counts c0, c1;
+
+  env_init (&e, 256, 256, 1, LOG_REGION_OFF + 4096 * KiB);
+  /* An HDD: a sync takes a while (the log's only; no time is
+   * asserted).
+   */
+  to_pdev (e.logs[0].pd)->sync_delay_us = 1000;
+  env_open (&e);
+  c0 = counts (&e);
+  for (unsigned i = 0; i < GC_THREADS; i++)
+    {
+      args[i] = (struct gc_arg){ &e, i, 0 };
+      assert_int_equal (pthread_create (&th[i], NULL, gc_thread, &args[i]), 0);
+    }
+  for (unsigned i = 0; i < GC_THREADS; i++)
+    {
+      assert_true (test_join (th[i], 300000));
+      assert_int_equal (args[i].err, 0);
+    }
+  c1 = counts (&e);
+  uint64_t flushes = c1.flushes - c0.flushes;
+  uint64_t syncs = c1.log_syncs - c0.log_syncs;
+  uint64_t barriers = c1.log_barriers - c0.log_barriers;
+  printf ("group commit: %llu flushes, %llu log barriers, %llu log syncs\n",
+          (unsigned long long)flushes, (unsigned long long)barriers,
+          (unsigned long long)syncs);
+  assert_int_equal (flushes, GC_THREADS * GC_ITERS);
+  assert_true (syncs * 2 < flushes);
+  for (unsigned i = 0; i < GC_THREADS; i++)
+    for (unsigned k = 0; k < 4; k++)
+      {
+        /* The last version written to block id*4+k. */
+        unsigned last = 0;
+        for (unsigned it = 0; it < GC_ITERS; it++)
+          if (it % 4 == k)
+            last = it + 1;
+        assert_true (reads_v (&e, i * 4 + k, last));
+      }
+  env_close (&e);
+  env_free (&e);
+}
+
+/* ---- refusals ---- */
+
+/* A volume on ssd/log that wrote and flushed something. */
+static void
+make_pair (struct env *e, uint64_t v)
+{
+  env_open (e);
+  for (uint64_t l = 0; l < 4; l++)
+    env_write (e, l, v + l, false);
+  env_flush (e);
+  env_close (e);
+}
+
+static void
+test_refusals (void **state)
+{
+  struct env a, b;
+  struct hhc_volume *vol = NULL;
+  struct tdev small;
+
+  env_init (&a, 64, 64, 1, LOG_REGION_OFF + 512 * KiB);
+  env_init (&b, 64, 64, 1, LOG_REGION_OFF + 512 * KiB);
+  /* Same backend, as far as the identity tells. */
+  b.info.identity = a.info.identity;
+  make_pair (&a, 100);
+  make_pair (&b, 200);
+
+  /* Cache a with b's log (paired with cache b): refused. */
+  a.conf.log_devs[0] = b.logs[0].pd;
+  assert_int_equal (env_try_open (&a), EINVAL);
+  /* Mirrors of two different logs: refused. */
+  a.conf.nlogs = 2;
+  a.conf.log_paths[1] = log_names[1];
+  a.conf.log_devs[0] = a.logs[0].pd;
+  a.conf.log_devs[1] = b.logs[0].pd;
+  assert_int_equal (env_try_open (&a), EINVAL);
+  a.conf.nlogs = 1;
+  a.conf.log_devs[1] = NULL;
+  /* Neither refusal changed anything: both pairs still open. */
+  env_open (&a);
+  assert_true (reads_v (&a, 1, 101));
+  env_close (&a);
+  env_open (&b);
+  assert_true (reads_v (&b, 1, 201));
+  env_close (&b);
+
+  /* A log of another backend (identity, size, block size), with a
+   * blank cache: refused, and the cache is not formatted.
+   */
+  env_new_ssd (&a);
+  a.info.identity = "membackend:someone-else";
+  assert_int_equal (env_try_open (&a), EINVAL);
+  a.info.identity = b.info.identity;
+  a.info.size -= BS;
+  assert_int_equal (env_try_open (&a), EINVAL);
+  a.info.size += BS;
+  a.conf.block_size = 8192;
+  assert_int_equal (env_try_open (&a), EINVAL);
+  a.conf.block_size = 0;
+  {
+    unsigned char sb[8];
+    assert_int_equal (dev_pread (a.ssd.cd, sb, sizeof sb, 0), 0);
+    assert_memory_equal (sb, "\0\0\0\0\0\0\0\0", 8);
+  }
+
+  /* A log device too small for segment-size=64K. */
+  tdev_new (&small, LOG_REGION_OFF + 128 * KiB, NULL, "small");
+  a.conf.log_devs[0] = small.pd;
+  assert_int_equal (env_try_open (&a), EINVAL);
+  tdev_free (&small);
+  a.conf.log_devs[0] = a.logs[0].pd;
+
+  /* Mode hhc without a log, and a log in another mode. */
+  a.conf.nlogs = 0;
+  assert_int_equal (hhc_open (&a.conf, &pbe_ops, &a.info, &vol), EINVAL);
+  a.conf.nlogs = 1;
+  a.conf.mode = HHC_MODE_WB;
+  assert_int_equal (hhc_open (&a.conf, &pbe_ops, &a.info, &vol), EINVAL);
+  a.conf.mode = HHC_MODE_HHC;
+  assert_null (vol);
+
+  /* The right log with the blank cache: replayed, accepted. */
+  env_open (&a);
+  assert_true (reads_v (&a, 2, 102));
+  env_close (&a);
+  env_free (&a);
+  env_free (&b);
+}
+
+/* ---- a lost log ---- */
+
+static void
+test_lost_log (void **state)
+{
+  struct env e;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  for (uint64_t l = 0; l < 12; l++)
+    env_write (&e, l, 40 + l, false);
+  env_flush (&e);
+  env_close (&e);
+  /* The log device is replaced by a blank one: the cache starts, and
+   * its dirty blocks go to the new log before any request.
+   */
+  tdev_free (&e.logs[0]);
+  tdev_new (&e.logs[0], LOG_REGION_OFF + 512 * KiB, NULL, "log0");
+  e.conf.log_devs[0] = e.logs[0].pd;
+  env_open (&e);
+  assert_int_equal (counts (&e).dirty, 12);
+  assert_true (counts (&e).log_relogged >= 12);
+  assert_true (reads_v (&e, 3, 43));
+  env_close (&e);
+  /* Then the SSD is lost too: the new log has everything. */
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < 64; l++)
+    assert_true (backend_has (&e, l, l < 12 ? 40 + l : 0));
+  env_close (&e);
+  env_free (&e);
+}
+
+/* ---- a full log ---- */
+
+#define FL_BLOCKS 1500
+
+struct fl_arg {
+  struct env *e;
+  int err;
+};
+
+static void *
+fl_thread (void *p)
+{
+  struct fl_arg *a = p;
+  unsigned char blk[BS];
+
+  for (uint64_t l = 0; l < FL_BLOCKS && a->err == 0; l++)
+    {
+      pattern_fill (blk, l * 2, 0, SECTORS, 7000 + l);
+      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * 2 * BS, false);
+    }
+  if (a->err == 0)
+    a->err = hhc_flush (a->e->vol, &a->e->be);
+  return NULL;
+}
+
+static void
+test_full_log (void **state)
+{
+  struct env e;
+  struct power pw;
+  pthread_t th;
+  struct fl_arg arg;
+  struct hhc_counts c;
+
+  /* 8 MiB of cache, a 320 KiB log region. */
+  env_init (&e, 2 * FL_BLOCKS + 100, 2048, 1, LOG_REGION_OFF + 320 * KiB);
+  power_init (&pw, e.mb);
+  e.be.pw = &pw;
+  to_pdev (e.logs[0].pd)->pw = &pw;
+  to_pdev (e.ssd.pd)->pw = &pw;
+  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
+  e.conf.log_buffers = 2;
+  /* Write-back starts only when the log asks for it. */
+  e.conf.dirty_low = 80;
+  e.conf.dirty_high = 90;
+  e.conf.dirty_max = 95;
+  env_open (&e);
+  arg = (struct fl_arg){ &e, 0 };
+  assert_int_equal (pthread_create (&th, NULL, fl_thread, &arg), 0);
+  if (!test_join (th, (SANITIZED ? 300 : 60) * 1000))
+    {
+      c = counts (&e);
+      /* Leaves the volume and its threads behind (hence the last test). */
+      fail_msg ("HANG: %u writes and a FLUSH on a full log did not finish "
+                "(%llu dirty, %llu full waits, log %llu of %llu bytes used)",
+                FL_BLOCKS, (unsigned long long)c.dirty,
+                (unsigned long long)c.log_full_waits,
+                (unsigned long long)c.log_used,
+                (unsigned long long)c.log_region);
+    }
+  assert_int_equal (arg.err, 0);
+  /* What the FLUSH covered survives a power cut that loses the SSD
+   * (and whatever the backend was not asked to flush).
+   */
+  power_arm (&pw, 0, false, 99, true);
+  power_cut (&pw);
+  c = counts (&e);
+  printf ("full log: %llu blocks logged, %llu segments, %llu full waits, "
+          "%llu relogged, %llu written back\n",
+          (unsigned long long)c.log_blocks, (unsigned long long)c.log_segments,
+          (unsigned long long)c.log_full_waits,
+          (unsigned long long)c.log_relogged,
+          (unsigned long long)c.writeback_blocks);
+  assert_true (c.log_blocks > 0);
+  for (uint64_t l = 0; l < FL_BLOCKS; l += 7)
+    assert_true (reads_v (&e, l * 2, 7000 + l));
+  env_close (&e);
+  power_restore (&pw);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < FL_BLOCKS; l++)
+    if (!backend_has (&e, l * 2, 7000 + l))
+      fail_msg ("full log, SSD lost after the FLUSH: block %llu holds "
+                "version %lld, expected %llu",
+                (unsigned long long)(l * 2),
+                (long long)backend_version (&e, l * 2),
+                (unsigned long long)(7000 + l));
+  env_close (&e);
+  e.be.pw = NULL;
+  to_pdev (e.logs[0].pd)->pw = NULL;
+  env_free (&e);
+  power_destroy (&pw);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_refusals),
+    cmocka_unit_test (test_torn_tail),
+    cmocka_unit_test (test_mirror_fails),
+    cmocka_unit_test (test_mirrors_fail),
+    cmocka_unit_test (test_lost_log),
+    cmocka_unit_test (test_group_commit),
+    cmocka_unit_test (test_random_crashes),
+    cmocka_unit_test (test_full_log), /* last: a hang leaves threads */
+  };
+  test_filter_from_env ();
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
