@@ -768,9 +768,9 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
    * all of them, one more for wrap waste and one to spare must fit.
    */
   while (log->nbufs > 2
-         && (uint64_t)(log->nbufs + 2) * log->reserve > log->region_size)
+         && (uint64_t)(log->nbufs + 3) * log->reserve > log->region_size)
     log->nbufs--;
-  uint64_t need = 4 * log->reserve;
+  uint64_t need = 5 * log->reserve;
   for (unsigned i = 0; i < log->nm; i++)
     if (log->region_size < need || log->region_size % ALIGN
         || log->m[i].dev->size < LOG_REGION_OFF + log->region_size
@@ -1082,14 +1082,15 @@ room_for (struct hhc_log *log, uint64_t bytes)
   return end <= log->phead_lpos + log->region_size;
 }
 
-/* A normal buffer: its largest segment, the waste of one wrap, and the
- * room an empty emergency barrier needs (EMERGENCY).
+/* A normal buffer: its largest segment, the waste of one wrap, one
+ * more buffer for active reclaim when nothing else fits, and the room
+ * an empty emergency barrier needs (EMERGENCY).
  */
 #define EMERGENCY (2 * ALIGN)
 static bool
 room_for_buffer (struct hhc_log *log)
 {
-  return room_for (log, 2 * log->reserve + EMERGENCY);
+  return room_for (log, 3 * log->reserve + EMERGENCY);
 }
 
 static void seal (struct hhc_log *log);
@@ -1398,27 +1399,57 @@ active_reclaim (struct hhc_log *log)
   uint64_t lbas[64];
   unsigned n = 0;
 
-  if (!log->rebased || log->cb.relog == NULL || log->cur == NULL
-      || log->head_seq >= log->written_seq
-      || used_bytes (log) * 4 < log->region_size * 3)
+  if (!log->rebased || log->cb.relog == NULL || log->healthy == 0
+      || log->head_seq >= log->written_seq)
     return false;
   struct seg *g = ring_of (log, log->head_seq);
-  if ((uint64_t)g->live * log->bs * 2 > g->len)
-    return false; /* mostly live: write-back must make room */
-  for (uint32_t k = g->chain; k != LOG_NONE && n < 64; k = log->keys[k].next)
-    if (!is_unlogged (log, k))
-      {
-        lbas[n] = log->keys[k].lba;
-        keys[n++] = k;
-      }
-  if (n == 0)
+  if (g->state != SEG_WRITTEN || g->chain == LOG_NONE)
     return false;
+  uint64_t live = (uint64_t)g->live * log->bs + hdr_len_for (g->live, 0);
+  /* Moving the head's live blocks frees the head segment and every
+   * dead one behind it.
+   */
+  uint64_t q = log->head_seq + 1, gain;
+  while (q < log->written_seq && ring_of (log, q)->live == 0)
+    q++;
+  gain = (q < log->written_seq ? ring_of (log, q)->lpos : log->tail_lpos)
+         - g->lpos;
+  bool jammed = log->cur == NULL && !room_for_buffer (log);
+  if (jammed)
+    {
+      /* No room for a normal buffer: copying pays if the head holds
+       * less live data than its length; a buffer may use the room kept
+       * for reclaim.
+       */
+      if (live >= gain || log->freelist == NULL
+          || !room_for (log, 2 * log->reserve + EMERGENCY))
+        return false;
+      struct buf *f = log->freelist;
+      log->freelist = f->next;
+      make_current (log, f, log->reserve);
+      if (log->pending_rev.len > 0)
+        seal (log);
+      if (log->cur == NULL)
+        return true;
+    }
+  else if (log->cur == NULL || used_bytes (log) * 2 < log->region_size
+           || live * 2 > gain)
+    return false; /* not needed yet, or mostly live: write-back */
+  uint64_t cur_seq = log->cur->seq;
+  for (uint32_t k = g->chain; k != LOG_NONE && n < 64; k = log->keys[k].next)
+    {
+      lbas[n] = log->keys[k].lba;
+      keys[n++] = k;
+    }
   struct log_callbacks cb = log->cb;
   hhc_unlock (&log->lock);
   for (unsigned i = 0; i < n; i++)
     cb.relog (cb.opaque, keys[i], lbas[i]);
   hhc_lock (&log->lock);
   log->st.reclaimed += n;
+  /* Under a barrier soon, so that the copied entries die. */
+  if (log->want_barrier < cur_seq)
+    log->want_barrier = cur_seq;
   return true;
 }
 
@@ -1844,8 +1875,9 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
       set_unlogged (log, dirty_keys[i], true);
     }
   /* An empty barrier if nothing else: it carries the new base. */
-  if (log->want_barrier < log->cur->seq)
+  if (log->cur && log->want_barrier < log->cur->seq)
     log->want_barrier = log->cur->seq;
+  pthread_cond_broadcast (&log->writer_cv);
   hhc_unlock (&log->lock);
   r = log_barrier (log);
   if (r == 0)

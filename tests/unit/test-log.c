@@ -19,7 +19,8 @@
  *                   a seed not done after HHC_TEST_TIMEOUT seconds is a
  *                   HANG failure.  HHC_TEST_SEED (first seed),
  *                   HHC_TEST_ROUNDS (how many), HHC_TEST_KEEP_GOING=1
- *                   (report every failing seed, not just the first).
+ *                   (report every failing seed, not just the first),
+ *                   HHC_TEST_OUTAGES=0 (no backend outages).
  *   torn_tail       a corrupt segment ends the replay: the backend
  *                   holds exactly the state of the barrier before it.
  *   mirror_fails    one mirror fails: I/O and FLUSH go on, replay from
@@ -35,8 +36,11 @@
  *                   and logs its dirty blocks there again.
  *   full_log        a log much smaller than the dirty data: FLUSH
  *                   completes (bounded: a HANG failure otherwise) and
- *                   everything is durable.  Runs last, as a hang leaves
- *                   threads behind.
+ *                   everything is durable.
+ *   close_full_log  hhc_close right after filling the log (the flusher
+ *                   is stopped first) finishes, and the cache keeps it
+ *                   all.  These two run last, as a hang leaves threads
+ *                   behind.
  *
  * The oracle, per 512-byte sector (each carries its block, sector
  * index and version, see pattern_fill): the sector holds data written
@@ -667,8 +671,9 @@ struct run {
   uint64_t op; /* version counter */
   unsigned char *buf;
   const char *phase; /* atomic: the watchdog reads it */
+  char cfg[200];     /* the run's configuration, for messages */
   /* what happened, for the summary */
-  uint64_t nwrites, nflushes, nops_counted;
+  uint64_t nwrites, nflushes;
 };
 
 static void
@@ -688,8 +693,8 @@ get_phase (struct run *r)
     {                                                                          \
       char msg_[400];                                                          \
       snprintf (msg_, sizeof msg_, __VA_ARGS__);                               \
-      tfail ("seed %llu (%s): %s", (unsigned long long)(r)->seed,              \
-             get_phase (r), msg_);                                             \
+      tfail ("seed %llu (%s; %s): %s", (unsigned long long)(r)->seed,          \
+             get_phase (r), (r)->cfg, msg_);                                   \
     }                                                                          \
   while (0)
 
@@ -846,6 +851,34 @@ check_read_exact (struct run *r, uint64_t lba)
     }
 }
 
+/* The backend refuses writes for a while: write-back stops, the log
+ * fills with overwrites of a few hot blocks around some that stay
+ * (active reclaim moves those).  Starts from a drained cache so that
+ * what is dirty always fits in the log (a FLUSH with a log full of
+ * dirty blocks must wait for the backend).
+ */
+static void
+backend_outage (struct run *r)
+{
+  uint64_t n = 40 + test_rand_below (&r->rng, 120);
+
+  do_flush (r, true);
+  set_phase (r, "workload, backend outage");
+  membackend_fail_all (r->mb, MB_OP_WRITE, true);
+  for (int i = 0; i < 6 && !power_crashed (&r->pw); i++)
+    do_write (r, (24 + test_rand_below (&r->rng, r->nblocks - 24)) * SECTORS,
+              SECTORS, false);
+  for (uint64_t k = 0; k < n && !power_crashed (&r->pw); k++)
+    {
+      if (test_rand_below (&r->rng, 12) == 0)
+        do_flush (r, false);
+      else
+        do_write (r, test_rand_below (&r->rng, 8) * SECTORS, SECTORS, false);
+    }
+  membackend_fail_all (r->mb, MB_OP_WRITE, false);
+  set_phase (r, "workload");
+}
+
 static void
 workload (struct run *r, int nops)
 {
@@ -892,6 +925,11 @@ workload (struct run *r, int nops)
           for (uint64_t k = 0; k < n && !power_crashed (&r->pw); k++)
             do_write (r, test_rand_below (&r->rng, r->nblocks) * SECTORS,
                       SECTORS, false);
+        }
+      else if (op < 81)
+        {
+          if (test_env_u64 ("HHC_TEST_OUTAGES", 1))
+            backend_outage (r);
         }
       else if (op < 82)
         {
@@ -995,7 +1033,7 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
 {
   static const uint32_t slot_choice[] = { 64, 128, 256, 400 };
   static const uint64_t region_choice[]
-      = { 320 * KiB, 384 * KiB, 512 * KiB, 1024 * KiB, 3072 * KiB };
+      = { 352 * KiB, 384 * KiB, 512 * KiB, 1024 * KiB, 3072 * KiB };
   static const unsigned low_choice[] = { 2, 5, 10, 20 };
   unsigned char blk[BS];
   int how;
@@ -1050,6 +1088,15 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
     }
   r->conf.own_log_devs = false;
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+  snprintf (r->cfg, sizeof r->cfg,
+            "%u log%s of %llu KiB, %u buffers, %u slots, %llu blocks, "
+            "dirty %u/%u/%u, preferred block %u",
+            r->nlogs, r->nlogs > 1 ? "s" : "",
+            (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
+            r->conf.log_buffers, r->nslots, (unsigned long long)r->nblocks,
+            r->conf.dirty_low, r->conf.dirty_high, r->conf.dirty_max,
+            r->info.preferred_block);
+  set_phase (r, "first open");
   run_open (r);
 
   /* Some runs start from a volume that was closed and reopened. */
@@ -1188,9 +1235,13 @@ test_random_crashes (void **state)
       assert_int_equal (pthread_create (&th, NULL, seed_thread, j), 0);
       if (!test_join (th, timeout_s * 1000))
         /* Leaked on purpose: its threads are stuck. */
-        snprintf (j->msg, sizeof j->msg,
-                  "seed %llu (%s): HANG: not finished after %u s",
-                  (unsigned long long)seed, get_phase (&j->r), timeout_s);
+        {
+          const char *ph = get_phase (&j->r); /* after cfg was set */
+          snprintf (j->msg, sizeof j->msg,
+                    "seed %llu (%s; %s): HANG: not finished after %u s",
+                    (unsigned long long)seed, ph,
+                    strcmp (ph, "setup") ? j->r.cfg : "?", timeout_s);
+        }
       if (j->msg[0])
         {
           printf ("FAILED: %s\n", j->msg);
@@ -1982,8 +2033,8 @@ test_full_log (void **state)
   struct fl_arg arg;
   struct hhc_counts c;
 
-  /* 8 MiB of cache, a 320 KiB log region. */
-  env_init (&e, 2 * FL_BLOCKS + 100, 2048, 1, LOG_REGION_OFF + 320 * KiB);
+  /* 8 MiB of cache, a 352 KiB log region. */
+  env_init (&e, 2 * FL_BLOCKS + 100, 2048, 1, LOG_REGION_OFF + 352 * KiB);
   power_init (&pw, e.mb);
   e.be.pw = &pw;
   to_pdev (e.logs[0].pd)->pw = &pw;
@@ -2042,6 +2093,66 @@ test_full_log (void **state)
   power_destroy (&pw);
 }
 
+/* Closing with the log full: the flusher is stopped first, so the
+ * close's barrier must not wait for write-back that never comes.
+ */
+struct cl_arg {
+  struct env *e;
+  int err;
+};
+
+static void *
+cl_thread (void *p)
+{
+  struct cl_arg *a = p;
+  unsigned char blk[BS];
+
+  for (uint64_t l = 0; l < FL_BLOCKS && a->err == 0; l++)
+    {
+      pattern_fill (blk, l * 2, 0, SECTORS, 8000 + l);
+      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * 2 * BS, false);
+    }
+  if (a->err == 0)
+    {
+      struct hhc_counts c;
+      hhc_get_counts (a->e->vol, &c);
+      printf ("close on a full log: %llu dirty, %llu full waits, log %llu "
+              "of %llu bytes used\n",
+              (unsigned long long)c.dirty, (unsigned long long)c.log_full_waits,
+              (unsigned long long)c.log_used, (unsigned long long)c.log_region);
+      a->err = hhc_close (a->e->vol);
+    }
+  a->e->vol = NULL;
+  return NULL;
+}
+
+static void
+test_close_full_log (void **state)
+{
+  struct env e;
+  pthread_t th;
+  struct cl_arg arg;
+
+  env_init (&e, 2 * FL_BLOCKS + 100, 2048, 1, LOG_REGION_OFF + 352 * KiB);
+  e.conf.log_buffers = 2;
+  e.conf.dirty_low = 80;
+  e.conf.dirty_high = 90;
+  e.conf.dirty_max = 95;
+  env_open (&e);
+  arg = (struct cl_arg){ &e, 0 };
+  assert_int_equal (pthread_create (&th, NULL, cl_thread, &arg), 0);
+  if (!test_join (th, (SANITIZED ? 300 : 60) * 1000))
+    fail_msg ("HANG: %u writes and a close on a full log did not finish",
+              FL_BLOCKS);
+  assert_int_equal (arg.err, 0);
+  /* Reopened, the cache has it all. */
+  env_open (&e);
+  for (uint64_t l = 0; l < FL_BLOCKS; l += 5)
+    assert_true (reads_v (&e, l * 2, 8000 + l));
+  env_close (&e);
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -2054,6 +2165,7 @@ main (void)
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_random_crashes),
     cmocka_unit_test (test_full_log), /* last: a hang leaves threads */
+    cmocka_unit_test (test_close_full_log),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
