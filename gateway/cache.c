@@ -41,36 +41,6 @@
 #define STATE_MAGIC 0x54534848u /* "HHST" */
 #define STATE_OFF CACHE_PAGE    /* two state pages after the superblock */
 
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  v = htole32 (v);
-  memcpy (p, &v, 4);
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  v = htole64 (v);
-  memcpy (p, &v, 8);
-}
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  uint32_t v;
-  memcpy (&v, p, 4);
-  return le32toh (v);
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  uint64_t v;
-  memcpy (&v, p, 8);
-  return le64toh (v);
-}
-
 static uint64_t
 layout_data_off (uint32_t nslots, uint32_t block_size, uint32_t *npages,
                  uint64_t *meta_off)

@@ -4,6 +4,7 @@
 #ifndef HHC_COMMON_H
 #define HHC_COMMON_H
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -110,6 +111,37 @@ uint64_t hhc_now_ns (void);
 
 /* Allocate a zeroed buffer aligned to 4096 (for O_DIRECT). */
 void *hhc_alloc_aligned (size_t size);
+
+/* Little-endian fields of the on-disk formats. */
+static inline uint32_t
+get32 (const void *p)
+{
+  uint32_t v;
+  memcpy (&v, p, 4);
+  return le32toh (v);
+}
+
+static inline uint64_t
+get64 (const void *p)
+{
+  uint64_t v;
+  memcpy (&v, p, 8);
+  return le64toh (v);
+}
+
+static inline void
+put32 (void *p, uint32_t v)
+{
+  v = htole32 (v);
+  memcpy (p, &v, 4);
+}
+
+static inline void
+put64 (void *p, uint64_t v)
+{
+  v = htole64 (v);
+  memcpy (p, &v, 8);
+}
 
 /* A random UUID (from /dev/urandom). */
 void hhc_make_uuid (uint8_t uuid[16]);

@@ -166,36 +166,6 @@ struct hhc_log {
   struct log_stats st;
 };
 
-static inline uint32_t
-get32 (const void *p)
-{
-  uint32_t v;
-  memcpy (&v, p, 4);
-  return le32toh (v);
-}
-
-static inline uint64_t
-get64 (const void *p)
-{
-  uint64_t v;
-  memcpy (&v, p, 8);
-  return le64toh (v);
-}
-
-static inline void
-put32 (void *p, uint32_t v)
-{
-  v = htole32 (v);
-  memcpy (p, &v, 4);
-}
-
-static inline void
-put64 (void *p, uint64_t v)
-{
-  v = htole64 (v);
-  memcpy (p, &v, 8);
-}
-
 static uint32_t
 hdr_len_for (uint32_t nblocks, size_t nrevokes)
 {
