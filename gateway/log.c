@@ -1452,6 +1452,8 @@ write_buffer (struct hhc_log *log, struct buf *b)
     log->qtail = NULL;
   if (tight)
     b->barrier = true; /* so that superseded entries die soon */
+  if (b->seq >= log->want_barrier && log->want_barrier > log->durable_barrier)
+    b->barrier = true; /* a FLUSH waits for this one */
   if (log->healthy > 0 && fits)
     {
       uint32_t flags = b->barrier ? LOG_F_BARRIER : 0;
@@ -1624,7 +1626,10 @@ writer_thread (void *arg)
   for (;;)
     {
       struct buf *b = log->qhead;
-      if (b == NULL && log->cur && log->want_barrier >= log->cur->seq)
+      /* A barrier is owed (its segment may have been sealed because it
+       * was full, and written without the flag): seal what is current.
+       */
+      if (b == NULL && log->cur && log->want_barrier > log->durable_barrier)
         {
           log->cur->barrier = true;
           seal (log);
