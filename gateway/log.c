@@ -60,7 +60,8 @@ struct key {
 };
 
 struct buf {
-  char *data; /* max_blocks blocks */
+  char *mem;  /* the largest header, then the data: one write */
+  char *data; /* max_blocks blocks (mem + the largest header) */
   uint64_t *lbas;
   uint32_t *keys;
   uint32_t nblocks;
@@ -534,7 +535,7 @@ free_log (struct hhc_log *log)
     }
   for (unsigned i = 0; log->bufs && i < log->nbufs; i++)
     {
-      free (log->bufs[i].data);
+      free (log->bufs[i].mem);
       free (log->bufs[i].lbas);
       free (log->bufs[i].keys);
       u64_vec_reset (&log->bufs[i].revokes);
@@ -610,10 +611,12 @@ alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
   for (unsigned i = 0; i < nbuffers; i++)
     {
       struct buf *b = &log->bufs[i];
-      b->data = hhc_alloc_aligned ((size_t)log->max_blocks * log->bs);
+      size_t hmax = hdr_len_for (log->max_blocks, log->rev_cap);
+      b->mem = hhc_alloc_aligned (hmax + (size_t)log->max_blocks * log->bs);
+      b->data = b->mem ? b->mem + hmax : NULL;
       b->lbas = malloc ((size_t)log->max_blocks * 8);
       b->keys = malloc ((size_t)log->max_blocks * 4);
-      if (!b->data || !b->lbas || !b->keys)
+      if (!b->mem || !b->lbas || !b->keys)
         return ENOMEM;
       b->next = log->freelist;
       log->freelist = b;
@@ -1494,14 +1497,28 @@ write_buffer (struct hhc_log *log, struct buf *b)
                   io.off[io.n++] = LOG_REGION_OFF + mp;
                 }
             }
-          io.p[io.n] = hdr;
-          io.len[io.n] = hl;
-          io.off[io.n++] = LOG_REGION_OFF + phys;
-          if (b->nblocks)
+          /* Header and data in one write, when the header fits in
+           * front of the data (always, unless pending revokes overflowed).
+           */
+          size_t hmax = b->data - b->mem;
+          if (hl <= hmax && r == 0)
             {
-              io.p[io.n] = b->data;
-              io.len[io.n] = dl;
-              io.off[io.n++] = LOG_REGION_OFF + phys + hl;
+              memcpy (b->data - hl, hdr, hl);
+              io.p[io.n] = b->data - hl;
+              io.len[io.n] = hl + dl;
+              io.off[io.n++] = LOG_REGION_OFF + phys;
+            }
+          else
+            {
+              io.p[io.n] = hdr;
+              io.len[io.n] = hl;
+              io.off[io.n++] = LOG_REGION_OFF + phys;
+              if (b->nblocks)
+                {
+                  io.p[io.n] = b->data;
+                  io.len[io.n] = dl;
+                  io.off[io.n++] = LOG_REGION_OFF + phys + hl;
+                }
             }
           io.sync = b->barrier;
           if (r == 0)
