@@ -16,6 +16,7 @@
  *   36  u32 header length     40 u64 segment id (offset in region / 4K)
  *   48  log uuid[16]          64 cache uuid[16]   80 u32 crc32c (over
  *   the header with this field 0, then the data blocks)
+ *   84  u32 crc32c of the previous segment (the chain link)
  *   96  u64 LBA[block count], then u64 revoked LBA[revoke count]
  * Data: block count blocks, then padding to 4 KiB.
  */
@@ -112,6 +113,7 @@ HHC_VECTOR (seginfo_vec, struct seg_info)
 struct scan {
   struct seginfo_vec segs;
   uint64_t end_lpos, end_seq; /* where and which the next segment is */
+  uint32_t end_crc;           /* crc of the last segment of the chain */
   long last_barrier;          /* index in segs, -1: none */
 };
 
@@ -158,6 +160,7 @@ struct hhc_log {
   uint64_t base_seq;
   bool rebased, started, stop, writer_busy;
   bool adopt;            /* offline: take the volume the log records */
+  uint32_t last_crc;     /* writer: crc of the last segment written */
   unsigned char *hdrbuf; /* the writer's header buffer (grows) */
   size_t hdrcap;
   unsigned char *markbuf; /* the writer's wrap marker */
@@ -457,7 +460,8 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
   HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (ALIGN);
   HHC_CLEANUP_FREE unsigned char *big = hhc_alloc_aligned (chunk);
   uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
-  bool wrapped = false;
+  bool wrapped = false, have_prev = false;
+  uint32_t prev_crc = 0;
 
   memset (s, 0, sizeof *s);
   s->last_barrier = -1;
@@ -476,6 +480,11 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
         break;
       uint32_t flags = get32 (h + 24), hl = get32 (h + 36);
       uint32_t nb = get32 (h + 28), want = get32 (h + 80);
+      /* Each segment names its predecessor's crc: a stale segment of a
+       * crashed run whose sequence number fits is not taken for ours.
+       */
+      if (have_prev && get32 (h + 84) != prev_crc)
+        break;
       uint64_t dl = (uint64_t)nb * log->bs, done;
       uint32_t crc;
 
@@ -505,6 +514,8 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
           continue;
         }
       wrapped = false;
+      prev_crc = want;
+      have_prev = true;
       struct seg_info si
           = { seq, get64 (h + 16), lpos, flags, hl, nb, get32 (h + 32) };
       if (seginfo_vec_append (&s->segs, si))
@@ -516,6 +527,7 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
     }
   s->end_lpos = lpos;
   s->end_seq = seq;
+  s->end_crc = prev_crc;
   return 0;
 }
 
@@ -1337,10 +1349,12 @@ persist_head (struct hhc_log *log)
   return r;
 }
 
-/* Build b's header into hdr (crc over header and data). */
-static void
+/* Build b's header into hdr (crc over header and data); prev is the
+ * crc of the segment before it.  Returns the crc.
+ */
+static uint32_t
 build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
-              uint32_t hl, uint64_t phys, uint32_t flags)
+              uint32_t hl, uint64_t phys, uint32_t flags, uint32_t prev)
 {
   memset (hdr, 0, hl);
   memcpy (hdr, LOG_SEG_MAGIC, 8);
@@ -1353,6 +1367,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   put64 (hdr + 40, phys / ALIGN);
   memcpy (hdr + 48, log->uuid, 16);
   memcpy (hdr + 64, log->cache_uuid, 16);
+  put32 (hdr + 84, prev);
   for (uint32_t i = 0; i < b->nblocks; i++)
     put64 (hdr + LOG_HDR_FIXED + 8 * i, b->lbas[i]);
   for (size_t i = 0; i < b->revokes.len; i++)
@@ -1360,6 +1375,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   uint32_t crc = crc32c (0, hdr, hl);
   crc = crc32c (crc, b->data, (size_t)b->nblocks * log->bs);
   put32 (hdr + 80, crc);
+  return crc;
 }
 
 /* Relog the keys of the head segment when space is short and the head
@@ -1479,7 +1495,8 @@ write_buffer (struct hhc_log *log, struct buf *b)
       else
         {
           phys = l % log->region_size;
-          build_header (log, b, hdr, hl, phys, flags);
+          uint32_t prev = log->last_crc; /* the writer's own */
+          log->last_crc = build_header (log, b, hdr, hl, phys, flags, prev);
           if (l != log->tail_lpos
               && log->tail_lpos % log->region_size + ALIGN <= log->region_size)
             {
@@ -1491,7 +1508,8 @@ write_buffer (struct hhc_log *log, struct buf *b)
                 r = ENOMEM;
               else
                 {
-                  build_header (log, &empty, marker, ALIGN, mp, LOG_F_WRAP);
+                  build_header (log, &empty, marker, ALIGN, mp, LOG_F_WRAP,
+                                prev);
                   io.p[io.n] = marker;
                   io.len[io.n] = ALIGN;
                   io.off[io.n++] = LOG_REGION_OFF + mp;
@@ -1687,6 +1705,7 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
   /* Continue after the chain found by the scan. */
   log->tail_lpos = log->scan.end_lpos;
   log->next_seq = log->scan.end_seq;
+  log->last_crc = log->scan.end_crc;
   log->phead_lpos = log->hint_off;
   log->phead_seq = log->hint_seq;
   log->head_seq = log->written_seq = log->base_seq = log->next_seq;

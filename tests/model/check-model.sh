@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# tests/model/check-model.sh: model-check the HHC barrier-log protocol
+# (tests/model/hhclog.pml) with spin, exhaustively, in a few
+# configurations; fail on any property violation or incomplete search.
+# Then run-mutants: every deliberate protocol bug must be caught.
+#
+# Needs spin and a C compiler (HHC_MODEL_CC, default cc).  Without spin
+# the test is skipped, or fails when CI is set.  HHC_MODEL_FULL=1 adds
+# larger configurations (minutes, several GB).  See README.md here.
+set -euo pipefail
+source "$(dirname "$0")/../functions.sh"
+
+cc=${HHC_MODEL_CC:-cc}
+requires spin "$cc" timeout
+make_tmpdir
+
+here=$(cd "$(dirname "$0")" && pwd)
+model=$here/hhclog.pml
+
+# name | spin -D options | what it adds (the defaults: MAXOPS=3
+# operations over MAXRUNS=2 runs, MAXWB=1 write-back per run, no mirror
+# failing while running)
+configs=(
+  "main||crash anywhere, SSD loss, a mirror lost, restart on the intact SSD"
+  "all2|-DALL2=1 -DMAXRUNS=1 -DMAXWB=2|both clients write and trim"
+  "mirrors|-DMAXFAIL=2 -DMAXOPS=2|mirrors fail while running, down to none (wbflush)"
+)
+if [ -n "${HHC_MODEL_FULL:-}" ]; then
+  configs+=(
+    "mirrors-deep|-DMAXFAIL=2 -DMAXRUNS=1|more operations with failing mirrors"
+    "ops4|-DMAXOPS=4 -DMAXRUNS=1|four operations in one run"
+    "ops3-wb2|-DMAXWB=2|two write-backs per run"
+  )
+fi
+
+# One exhaustive search; prints a summary line, returns 1 on a
+# violation or an incomplete search.
+verify ()
+{
+  local name=$1 defs=$2 what=$3 dir=$tmp/$1 e=0
+  local errors states trans depth secs mem
+  mkdir "$dir"
+  cp "$model" "$dir/hhclog.pml"
+  ( cd "$dir" && spin -a $defs hhclog.pml >spin.out 2>&1 ) || {
+    cat "$dir/spin.out" >&2
+    echo "check-model: $name: spin -a failed" >&2
+    return 1
+  }
+  # -DNOREDUCE: every step touches global state, partial order
+  # reduction gains nothing, and pan compiles much faster without it.
+  ( cd "$dir" && "$cc" -O0 -w -DSAFETY -DNOREDUCE -DVECTORSZ=2048 \
+      -DCOLLAPSE -DMEMLIM=1000 -o pan pan.c >cc.out 2>&1 ) || {
+    cat "$dir/cc.out" >&2
+    echo "check-model: $name: compiling pan failed" >&2
+    return 1
+  }
+  # -E: pan's invalid-end-state check is off; the model asserts
+  # P4_no_deadlock itself (on timeout in the runs without a crash).
+  ( cd "$dir" && timeout 600 ./pan -m100000 -w22 -E >pan.out 2>&1 ) || e=$?
+  errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.out" | tail -1)
+  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$dir/pan.out" | tail -1)
+  trans=$(sed -n 's/^ *\([0-9.e+]*\) transitions.*/\1/p' "$dir/pan.out" | tail -1)
+  depth=$(sed -n 's/.*depth reached \([0-9]*\),.*/\1/p' "$dir/pan.out" | tail -1)
+  secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\) seconds.*/\1/p' "$dir/pan.out" | tail -1)
+  mem=$(sed -n 's/^ *\([0-9.]*\).total actual memory usage.*/\1/p' "$dir/pan.out" | tail -1)
+  printf '%-13s %10s states %10s transitions depth %5s %7ss %7sMB  %s\n' \
+    "$name" "${states:-?}" "${trans:-?}" "${depth:-?}" "${secs:-?}" "${mem:-?}" "$what"
+  if [ "$e" -eq 124 ]; then
+    echo "check-model: $name: pan timed out" >&2
+    return 1
+  fi
+  if [ -z "$errors" ] || [ "$errors" -ne 0 ] ||
+     grep -q 'max search depth too small\|out of memory\|aborting' "$dir/pan.out"; then
+    cat "$dir/pan.out" >&2
+    if [ -f "$dir/hhclog.pml.trail" ]; then
+      echo "---- counterexample ($name) ----" >&2
+      ( cd "$dir" && spin -t $defs hhclog.pml 2>&1 | sed -n 's/^ *MSC: /  /p' ) >&2 || true
+    fi
+    echo "check-model: $name: spin found a violation or did not finish" >&2
+    return 1
+  fi
+  if ! grep -q 'Full statespace search' "$dir/pan.out"; then
+    echo "check-model: $name: not a full state-space search" >&2
+    return 1
+  fi
+}
+
+# The searches run two at a time when there are two CPUs (together
+# they stay under 1 GB), then the mutants.
+ncpu=$(nproc 2>/dev/null || echo 1)
+[ "$ncpu" -ge 2 ] && ncpu=2
+
+echo "spin: $(spin -V)"
+pids=()
+for c in "${configs[@]}"; do
+  IFS='|' read -r name defs what <<<"$c"
+  while [ "$(jobs -rp | wc -l)" -ge "$ncpu" ]; do
+    wait -n || true
+  done
+  verify "$name" "$defs" "$what" >"$tmp/$name.summary" 2>"$tmp/$name.err" &
+  pids+=("$!")
+done
+status=0
+i=0
+for c in "${configs[@]}"; do
+  IFS='|' read -r name defs what <<<"$c"
+  wait "${pids[$i]}" || status=1
+  cat "$tmp/$name.summary"
+  cat "$tmp/$name.err" >&2
+  i=$((i + 1))
+done
+
+echo
+mutants_status=0
+"$here/run-mutants" -j "$ncpu" || mutants_status=$?
+if [ "$mutants_status" -ne 0 ]; then
+  echo "check-model: run-mutants failed (status $mutants_status)" >&2
+  status=1
+fi
+exit "$status"

@@ -1,0 +1,1536 @@
+/* hhclog.pml: a Promela model of the HHC barrier-log durability
+ * protocol (DESIGN.md sections 4, 5 and 7), checked by spin from
+ * `make check` (tests/model/check-model.sh).  README.md in this
+ * directory maps every process and variable to the C code.
+ *
+ * Scope, small enough for an exhaustive search: NLBA blocks; two
+ * clients (the second one only FLUSHes unless ALL2) sharing MAXOPS
+ * operations (write, FUA write, trim, FLUSH) over up to MAXRUNS runs;
+ * one cache slot per block; NBUF in-memory segment buffers of SEGCAP
+ * entries; a circular log region of NPOS segment positions on NMIR
+ * mirrors; the log writer; the flusher; a crash at any step (every
+ * unsynced write to the SSD, the backend and each mirror kept or lost
+ * on its own); loss of the SSD; loss of a mirror; restart on the intact
+ * SSD; replay from the log when the SSD is lost.
+ *
+ * Contents are event numbers: event k of block x is its k-th write or
+ * trim (0 = the backend's initial data); a write's data is its event
+ * number; TZ is what a trimmed block reads from the backend (zeros).
+ *
+ * Every process is a loop of guarded atomic steps over global state, so
+ * a crash is one atomic step of init that forgets the RAM state: the
+ * states after a crash do not depend on where the processes were.
+ *
+ * Deliberate bugs are selected with -DMUT_...; -DFLAW_... puts back a
+ * flaw of the protocol as it was first specified (README.md);
+ * run-mutants checks that spin finds a counterexample for each.
+ */
+
+#define NLBA 2
+#define NPOS 3          /* segment positions in the circular log region */
+#define SEGCAP 1        /* entries per segment buffer */
+#define NMIR 2          /* log mirrors */
+#define NCLIENT 2
+#ifndef ALL2
+#define ALL2 0          /* 1: the second client issues every operation */
+#endif
+#ifndef NBUF
+#define NBUF 2          /* in-memory segment buffers (the pipeline) */
+#endif
+#ifndef MAXOPS
+#define MAXOPS 3        /* client operations, all runs together */
+#endif
+#ifndef MAXRUNS
+#define MAXRUNS 2       /* runs: a crash with the SSD intact restarts */
+#endif
+#ifndef MAXFAIL
+#define MAXFAIL 0       /* mirrors that may fail while running */
+#endif
+#ifndef MAXWB
+#define MAXWB 1         /* write-backs per run (more while the log is full) */
+#endif
+#ifndef MAXRECLAIM
+#define MAXRECLAIM 1    /* active reclaims per run */
+#endif
+#define RECLAIM_FREE 1  /* active reclaim when free positions <= this */
+
+#define NONE 255
+#define TZ 15           /* a trimmed block on the backend (zeros) */
+
+/* cache slot states (C: enum slot_state) */
+#define S_FREE 0
+#define S_CLEAN 1
+#define S_DIRTY 2
+
+/* segment buffer states */
+#define B_FREE 0
+#define B_CUR 1
+#define B_SEALED 2
+
+/* stages of a client (a FLUSH goes RELOG, MARK, WAIT) and of the
+ * starter (BEGIN, RELOG, MARK, WAIT)
+ */
+#define C_IDLE 0
+#define C_TRIM 1        /* trim: the backend half is next */
+#define C_RELOG 2       /* log_barrier: re-logging unlogged dirty blocks */
+#define C_MARK 3        /* log_barrier: waiting for a buffer to mark */
+#define C_WAIT 4        /* waiting for durable_barrier >= tgt */
+#define C_DONE 5
+#define C_BEGIN 6       /* starter: hhc_start is next */
+
+#define BIT(x) (1 << (x))
+#define MN(a, b) ((a) < (b) -> (a) : (b))
+#define NZ(a) ((a) == 0 -> 255 : (a))
+#define ONE(c) ((c) -> 1 : 0)
+
+/* ------------------------------------------------------------------ */
+/* The log on disk: one record per position per mirror.                */
+
+typedef Rec {
+  byte ent[NLBA];    /* LBA table: data of block x, or NONE */
+  unsigned seq : 5;  /* 0: nothing valid (never written, torn, dropped) */
+  unsigned bar : 1;  /* barrier flag */
+  unsigned wrap : 1; /* wrap marker */
+  unsigned dur : 1;  /* synced (survives a crash) */
+  unsigned base : 5; /* base_seq: first seq of the run that wrote it */
+  unsigned rev : 2;  /* revoke table: bit x voids x in older segments */
+  unsigned wid : 5;  /* identity of this record (stands for its crc) */
+  unsigned prev : 5; /* identity of the record before it in the chain */
+};
+#define MAXSEQ 31
+Rec disk[NMIR * NPOS];
+#define D(m, p) disk[(m) * NPOS + (p)]
+bool mfail[NMIR];     /* mirror marked failed */
+byte nfailed;
+byte hintpos[NMIR];   /* superblock head hint: position and seq */
+byte hintseq[NMIR];
+
+/* ------------------------------------------------------------------ */
+/* The log in RAM (C: gateway/log.c).                                  */
+
+typedef Buf {
+  byte ent[NLBA];   /* LBA table: data of block x, or NONE */
+  unsigned rev : 2; /* revoke table */
+  unsigned old : 2; /* FLAW_REVOKE_OLDBIT: entry x replaced an older one */
+  unsigned dy : 2;  /* entry x was replaced while sealed: dying once written */
+  unsigned bar : 1; /* wants / carries the barrier flag */
+  unsigned st : 2;  /* B_FREE, B_CUR, B_SEALED */
+  unsigned id : 5;  /* allocation order (= seq order) */
+};
+Buf buf[NBUF];
+byte cur;             /* current (open) buffer, or NONE */
+byte q[NBUF];         /* sealed buffers, oldest first */
+byte qn;
+byte nfree;
+byte nextid;
+byte durid;           /* id of the newest durable barrier (durable_barrier) */
+byte spb;             /* barrier buffer written, its sync pending, or NONE */
+byte pendrev;         /* revokes waiting for a buffer (pool exhausted) */
+byte locb[NLBA];      /* loc[key]: the entry is in buffer locb[x], or NONE... */
+byte locs[NLBA];      /* ...or in the written segment of seq locs[x] (0: none) */
+byte dyseq[NLBA];     /* oldest dead entry of x that must still hold the head */
+byte tailpos;         /* next write position */
+byte nextseq;         /* seq of the next record */
+byte nused;           /* positions in use from the persisted head */
+byte baseseq;         /* base_seq: first seq of this run */
+byte hpos;            /* persisted head (RAM copy of the hint) */
+byte hseq;
+bool startdur;        /* this run's start-up barrier is durable */
+byte reclaims;        /* active reclaims in this run */
+byte widctr;          /* record identities handed out */
+byte lastwid;         /* identity of the last record of the chain */
+
+/* ------------------------------------------------------------------ */
+/* The SSD cache (C: gateway/cache.c), one slot per block.             */
+
+byte cst[NLBA];       /* slot state and data as written (maybe unsynced) */
+byte cdat[NLBA];
+byte dst[NLBA];       /* slot state and data made durable by cache_commit */
+byte ddat[NLBA];
+
+/* The backend. */
+byte bcur[NLBA];      /* what it returns now */
+byte bdur[NLBA];      /* what survives a crash for sure */
+short bpend[NLBA];    /* values written since its last flush (bit v) */
+bool trimunfl;        /* a trim went to the backend since its last flush */
+
+/* volume.c */
+byte pd[NLBA];        /* passdown counter: odd while a trim runs on x */
+bool wb[NLBA];        /* ACT_WB: being written back */
+bool redirty[NLBA];   /* ACT_REDIRTY: rewritten during its write-back */
+
+/* The flusher (flusher.c), the clients, the starter (open.c). */
+byte flst;            /* 0 idle, 1 backend written, 2 (mutant) revoked */
+byte flx;             /* the block being written back */
+byte flp;             /* pd[flx] when claimed */
+byte wbs;             /* write-backs started in this run */
+byte clst[NCLIENT];   /* client stage */
+byte clx[NCLIENT];    /* trim: its block; flush: the next block to re-log */
+byte clv[NCLIENT];    /* trim: its event */
+byte cltgt[NCLIENT];  /* flush: the barrier buffer id it waits for */
+byte cls0[NCLIENT];   /* flush: what it covers (done[] when issued) */
+byte cls1[NCLIENT];
+byte cdone;           /* clients done */
+byte ststage;         /* starter stage */
+byte stx;
+byte sttgt;
+bool started;         /* hhc_start is over: clients and flusher may run */
+
+/* Ghost state for the properties. */
+byte ev[NLBA];        /* newest event of x */
+byte trims[NLBA];     /* bit k: event k of x was a trim */
+#define MAXEV 7
+byte done[NLBA];      /* newest completed event of x */
+byte cov[NLBA];       /* newest event of x covered by a completed FLUSH */
+byte opsleft;         /* client operations left */
+
+byte runno;           /* runs so far */
+bool up;              /* false once the model is over */
+bool maycrash;        /* this run may crash (else: deadlock check) */
+bool crashing;        /* crashed, what the disks kept is next */
+bool nolog;           /* every mirror failed, and no FLUSH wrote back since */
+
+hidden byte k_;       /* scratch, never live across steps */
+hidden byte t_;
+hidden byte hb;
+hidden byte hrv;
+hidden byte hbs;
+
+/* ------------------------------------------------------------------ */
+/* Helpers.                                                            */
+
+#define CNT(b) (ONE(buf[b].ent[0] != NONE) + ONE(buf[b].ent[1] != NONE))
+#define UNLOGGED(x) (cst[x] == S_DIRTY && locb[x] == NONE && locs[x] == 0)
+#define RELOG_OK ((cur != NONE && CNT(cur) < SEGCAP) || nfree > 0)
+#define NDIRTY (ONE(cst[0] == S_DIRTY) + ONE(cst[1] == S_DIRTY))
+#define WORK (qn > 0 || (cur != NONE && (buf[cur].bar || CNT(cur) >= SEGCAP)))
+
+/* The seq the persisted head may move up to (C: the oldest segment
+ * with a live entry).
+ */
+#if defined(MUT_HEAD_PAST_LIVE)
+#define HLIMIT (hseq + 1)
+#else
+#define HLIVE MN(MN(MN(NZ(locs[0]), NZ(locs[1])), \
+                    MN(NZ(dyseq[0]), NZ(dyseq[1]))), nextseq)
+#ifdef FLAW_START_HEAD
+#define HLIMIT HLIVE
+#else
+#define HLIMIT (startdur -> HLIVE : hseq)
+#endif
+#endif
+
+/* The writer waits for the head to move: write-back must go on. */
+#define LOGSTUCK (spb == NONE && WORK && nused == NPOS && HLIMIT <= hseq)
+
+/* The backend (C: backend ops pwrite, trim, flush). */
+inline bwrite(x, v) {
+  bcur[x] = v;
+  bpend[x] = bpend[x] | BIT(v)
+}
+
+inline bflush() {
+  for (k_ : 0 .. NLBA - 1) {
+    bdur[k_] = bcur[k_];
+    bpend[k_] = 0
+  }
+  k_ = 0;
+  trimunfl = false
+}
+
+/* C: cache_commit: sync slot data, then metadata. */
+inline commit() {
+  for (k_ : 0 .. NLBA - 1) {
+    dst[k_] = cst[k_];
+    ddat[k_] = cdat[k_]
+  }
+  k_ = 0
+}
+
+inline clearbuf(b) {
+  buf[b].ent[0] = NONE;
+  buf[b].ent[1] = NONE;
+  buf[b].rev = 0;
+  buf[b].old = 0;
+  buf[b].dy = 0;
+  buf[b].bar = 0;
+  buf[b].id = 0;
+  buf[b].st = B_FREE
+}
+
+/* A free buffer, if there is one, becomes the current one. */
+inline alloc() {
+  if
+  :: nfree > 0 ->
+     k_ = 0;
+     do
+     :: buf[k_].st == B_FREE -> break
+     :: else -> k_++
+     od;
+     buf[k_].st = B_CUR;
+     buf[k_].id = nextid;
+     nextid++;
+     buf[k_].rev = pendrev;
+     pendrev = 0;
+     nfree--;
+     cur = k_;
+     k_ = 0
+  :: else
+  fi
+}
+
+inline seal() {
+  buf[cur].st = B_SEALED;
+  q[qn] = cur;
+  qn++;
+  cur = NONE
+}
+
+/* The writer is done with buffer q[0]. */
+inline freehead() {
+  clearbuf(q[0]);
+  nfree++;
+  for (k_ : 0 .. NBUF - 2) {
+    q[k_] = q[k_ + 1]
+  }
+  q[NBUF - 1] = 0;
+  k_ = 0;
+  qn--
+}
+
+/* The older entries of x no longer hold the head: x's newest entry is
+ * in a durable barrier, or x was revoked.
+ */
+inline release(x) {
+  dyseq[x] = 0;
+  for (k_ : 0 .. NBUF - 1) {
+    buf[k_].dy = buf[k_].dy & ~BIT(x)
+  }
+  k_ = 0
+}
+
+/* The newest entry of x (in a sealed buffer or on disk) dies: a newer
+ * one replaces it, or x goes unlogged.  It holds the head until x's
+ * newer data is durable in the log (release).
+ */
+inline kill_old(x) {
+#ifndef FLAW_HEAD_SUPERSEDE
+  if
+  :: locs[x] != 0 && dyseq[x] == 0 -> dyseq[x] = locs[x]
+  :: locb[x] != NONE && locb[x] != cur ->
+     buf[locb[x]].dy = buf[locb[x]].dy | BIT(x)
+  :: else
+  fi
+#else
+  skip
+#endif
+}
+
+/* C: log_append(log, key, lba, data). */
+inline log_append(x, v) {
+  if
+  :: cur != NONE && locb[x] == cur -> buf[cur].ent[x] = v
+  :: else ->
+     if
+     :: cur != NONE && CNT(cur) >= SEGCAP -> seal()
+     :: else
+     fi;
+     if
+     :: cur == NONE -> alloc()
+     :: else
+     fi;
+     kill_old(x);
+     if
+     :: cur == NONE ->
+        /* pool exhausted: the write completes, the slot unlogged */
+        locb[x] = NONE;
+        locs[x] = 0
+     :: else ->
+        if
+        :: locb[x] != NONE || locs[x] != 0 ->
+           buf[cur].old = buf[cur].old | BIT(x)
+        :: else
+        fi;
+        buf[cur].ent[x] = v;
+        locb[x] = cur;
+        locs[x] = 0
+     fi
+  fi
+}
+
+inline addrev(x) {
+  if
+  :: cur != NONE -> buf[cur].rev = buf[cur].rev | BIT(x)
+  :: else -> pendrev = pendrev | BIT(x)
+  fi
+}
+
+/* C: log_revoke(log, key, lba). */
+inline log_revoke(x) {
+  if
+  :: cur != NONE && locb[x] == cur ->
+     buf[cur].ent[x] = NONE;
+#ifdef FLAW_REVOKE_OLDBIT
+     if
+     :: buf[cur].old & BIT(x) -> addrev(x)
+     :: else
+     fi
+#else
+     addrev(x)
+#endif
+  :: else ->
+     if
+     :: locb[x] != NONE || locs[x] != 0 -> addrev(x)
+     :: else ->
+        /* no entry known (unlogged, or logged by an earlier run) */
+#ifdef FLAW_REVOKE_OLDBIT
+        skip
+#else
+        addrev(x)
+#endif
+     fi
+  fi;
+  locb[x] = NONE;
+  locs[x] = 0;
+#ifndef MUT_REVOKE_NO_RELEASE
+  release(x)
+#else
+  skip
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Properties.                                                         */
+
+/* Names that spin prints with a failed assertion (always false). */
+hidden byte P1_covered_data_kept;
+hidden byte P2_only_written_data;
+hidden byte P3_covered_trim_kept;
+hidden byte P4_no_deadlock;
+hidden byte INV_live_entry_is_dirty_slot;
+hidden byte MODEL_bounds;
+
+/* Block x reads val; c is the newest event of x that a completed FLUSH
+ * covers.
+ */
+inline check(x, val, c) {
+  printf("MSC: check block %d reads %d, covered %d, newest %d\n", x, val, c, ev[x]);
+  if
+  :: val == TZ ->
+     /* zeros: only after a trim, one no older than the covered data */
+     assert(P2_only_written_data || trims[x] != 0);
+     assert(P1_covered_data_kept || (trims[x] >> c) != 0)
+  :: else ->
+     /* data written to x (no other block's, no torn segment's) */
+     assert(P2_only_written_data ||
+            (val <= ev[x] && ((trims[x] >> val) & 1) == 0));
+     if
+     :: (trims[x] >> c) & 1 ->
+        /* a covered trim: nothing from before it */
+        assert(P3_covered_trim_kept || val > c)
+     :: else ->
+        /* the covered data or newer (any data once an uncovered trim
+         * came after it)
+         */
+        assert(P1_covered_data_kept || val >= c || (trims[x] >> (c + 1)) != 0)
+     fi
+  fi
+}
+
+/* ------------------------------------------------------------------ */
+/* Client operations (C: hhc_write, hhc_trim, hhc_flush in volume.c).  */
+
+/* Write (C: write_block -> write_hit/write_miss, then log_append).  It
+ * waits while a trim runs on the block (write_miss retries).
+ */
+inline c_write(x) {
+  ev[x]++;
+  assert(MODEL_bounds || ev[x] <= MAXEV);
+  printf("MSC: write %d data %d\n", x, ev[x]);
+  cdat[x] = ev[x];
+  cst[x] = S_DIRTY;
+  if
+  :: wb[x] -> redirty[x] = true
+  :: else
+  fi;
+  log_append(x, cdat[x]);
+  done[x] = ev[x]
+}
+
+/* Trim, first half (C: passdown_begin, invalidate_block once the block
+ * is not being written back): free the slot, revoke the block's log
+ * entries.  The free is not synced here (commit_invalidations does that
+ * in mode wb only); the next cache_commit makes it durable.
+ */
+inline c_trim1(c, x) {
+  ev[x]++;
+  assert(MODEL_bounds || ev[x] <= MAXEV);
+  printf("MSC: trim %d (event %d)\n", x, ev[x]);
+  trims[x] = trims[x] | BIT(ev[x]);
+  clv[c] = ev[x];
+  clx[c] = x;
+  pd[x]++;
+#ifndef MUT_TRIM_NO_REVOKE
+  if
+  :: cst[x] == S_DIRTY -> log_revoke(x)
+  :: else
+  fi;
+#endif
+  cst[x] = S_FREE;
+  cdat[x] = 0
+}
+
+/* Trim, second half: the backend trim (C: passdown_op, passdown_end). */
+inline c_trim2(c) {
+  bwrite(clx[c], TZ);
+  trimunfl = true;
+  pd[clx[c]]++;
+  if
+  :: clv[c] > done[clx[c]] -> done[clx[c]] = clv[c]
+  :: else
+  fi;
+  clx[c] = 0;
+  clv[c] = 0
+}
+
+/* No healthy log mirror: write back every dirty block and flush the
+ * backend (wbflush semantics).  Needs !wb[0] && !wb[1].
+ */
+inline wbflush() {
+  for (t_ : 0 .. NLBA - 1) {
+    if
+    :: cst[t_] == S_DIRTY ->
+       bwrite(t_, cdat[t_]);
+       cst[t_] = S_CLEAN;
+       log_revoke(t_)
+    :: else
+    fi
+  }
+  t_ = 0;
+  bflush()
+}
+
+/* C: log_barrier (for a FLUSH, stage variables st, x, tgt; for
+ * hhc_start, those of the starter): re-log every unlogged dirty block,
+ * in any order, each block looked at once (x: the blocks done, a bit
+ * each), waiting for a buffer when none is free; then mark the current
+ * buffer as wanting a barrier (waiting for a buffer), tgt: its id.
+ * Goes as far as it can without waiting.
+ */
+#define ALLDONE 3
+inline barrier_progress(st, x, tgt) {
+  do
+  :: st == C_RELOG && x != ALLDONE ->
+     if
+     :: !(x & 1) && !UNLOGGED(0) -> x = x | 1
+     :: else
+     fi;
+     if
+     :: !(x & 2) && !UNLOGGED(1) -> x = x | 2
+     :: else
+     fi;
+     if
+     :: x == ALLDONE
+     :: !(x & 1) && RELOG_OK -> log_append(0, cdat[0]); x = x | 1
+     :: !(x & 2) && RELOG_OK -> log_append(1, cdat[1]); x = x | 2
+     :: else -> break
+     fi
+  :: st == C_RELOG && x == ALLDONE -> st = C_MARK; x = 0
+  :: st == C_MARK && (cur != NONE || nfree > 0) ->
+     if
+     :: cur == NONE -> alloc()
+     :: else
+     fi;
+     buf[cur].bar = 1;
+     tgt = buf[cur].id;
+     st = C_WAIT
+  :: else -> break
+  od
+}
+
+#define BARRIER_READY(st, x) \
+  ((st == C_RELOG && (x == ALLDONE || RELOG_OK || \
+                      (!(x & 1) && !UNLOGGED(0)) || (!(x & 2) && !UNLOGGED(1)))) || \
+   (st == C_MARK && (cur != NONE || nfree > 0)))
+
+#ifdef MUT_BARRIER_SKIPS_UNLOGGED
+#define BARRIER_FIRST C_MARK
+#else
+#define BARRIER_FIRST C_RELOG
+#endif
+
+/* C: hhc_flush (mode hhc) is issued: it covers what completed before
+ * (cls0, cls1); the backend is flushed if trims went to it; then
+ * cache_commit; then log_barrier (or, with no healthy log mirror,
+ * wbflush at the end).
+ */
+inline flush_issue(c) {
+  printf("MSC: FLUSH issued by %d, covers %d %d\n", c, done[0], done[1]);
+  cls0[c] = done[0];
+  cls1[c] = done[1];
+  if
+  :: trimunfl -> bflush()
+  :: else
+  fi;
+  commit();
+  if
+  :: nfailed < NMIR ->
+     clst[c] = BARRIER_FIRST;
+     clx[c] = 0
+  :: else ->
+     cltgt[c] = NONE;
+     clx[c] = 0;
+     clst[c] = C_WAIT
+  fi
+}
+
+#define FLUSH_READY(c) \
+  (durid >= cltgt[c] || (nfailed == NMIR && !wb[0] && !wb[1]))
+
+/* The FLUSH returns. */
+inline flush_end(c) {
+  if
+  :: durid < cltgt[c] -> wbflush(); nolog = false
+  :: else
+  fi;
+  printf("MSC: FLUSH by %d returns (barrier id %d)\n", c, cltgt[c]);
+  if
+  :: cls0[c] > cov[0] -> cov[0] = cls0[c]
+  :: else
+  fi;
+  if
+  :: cls1[c] > cov[1] -> cov[1] = cls1[c]
+  :: else
+  fi;
+  cls0[c] = 0;
+  cls1[c] = 0;
+  cltgt[c] = 0;
+  clst[c] = C_IDLE
+}
+
+#define IDLE(c) (up && started && clst[c] == C_IDLE)
+/* The two blocks are alike: block 1 is used once either block was, so
+ * that a run and its mirror image (blocks swapped) are not both
+ * explored.
+ */
+#ifdef NOSYM
+#define FIRST(X) true
+#else
+#define FIRST(X) (X == 0 || ev[0] != 0 || ev[1] != 0)
+#endif
+#define CANWRITE(c, X) ((c == 0 || ALL2) && (pd[X] & 1) == 0 && FIRST(X))
+#define CANTRIM(c, X) ((c == 0 || ALL2) && !wb[X] && FIRST(X))
+#define OP_WRITE 0
+#define OP_FUA 1
+#define OP_TRIM 2
+#define OP_FLUSH 3
+
+/* A client (C: an NBD connection; the second connection of a
+ * multi-conn client only FLUSHes unless ALL2).  Its first step starts
+ * an operation (clx[c], clv[c]: which block, which operation) or goes
+ * on with a FLUSH's log_barrier.
+ */
+proctype client(byte c)
+{
+end_cl:
+  do
+  :: atomic { (IDLE(c) && opsleft > 0) ||
+              (up && BARRIER_READY(clst[c], clx[c])) ->
+       if
+       :: IDLE(c) ->
+          opsleft--;
+          if
+          :: CANWRITE(c, 0) -> clx[c] = 0; clv[c] = OP_WRITE
+          :: CANWRITE(c, 1) -> clx[c] = 1; clv[c] = OP_WRITE
+          :: CANWRITE(c, 0) -> clx[c] = 0; clv[c] = OP_FUA
+          :: CANWRITE(c, 1) -> clx[c] = 1; clv[c] = OP_FUA
+          :: CANTRIM(c, 0) -> clx[c] = 0; clv[c] = OP_TRIM
+          :: CANTRIM(c, 1) -> clx[c] = 1; clv[c] = OP_TRIM
+          :: clv[c] = OP_FLUSH
+          fi;
+          if
+          :: clv[c] == OP_WRITE || clv[c] == OP_FUA ->
+             c_write(clx[c]);
+             if
+             :: clv[c] == OP_FUA -> flush_issue(c)
+             :: else -> clx[c] = 0
+             fi;
+             clv[c] = 0
+          :: clv[c] == OP_TRIM -> c_trim1(c, clx[c]); clst[c] = C_TRIM
+          :: clv[c] == OP_FLUSH -> clv[c] = 0; flush_issue(c)
+          fi
+       :: else
+       fi;
+       barrier_progress(clst[c], clx[c], cltgt[c]) }
+  :: atomic { up && clst[c] == C_TRIM -> c_trim2(c); clst[c] = C_IDLE }
+  :: atomic { up && clst[c] == C_WAIT && FLUSH_READY(c) -> flush_end(c) }
+  :: atomic { IDLE(c) && opsleft == 0 -> clst[c] = C_DONE; cdone++ }
+  od
+}
+
+/* ------------------------------------------------------------------ */
+/* The flusher (C: flusher.c flusher_batch, finish_block).             */
+
+#define CLAIMABLE(X) (cst[X] == S_DIRTY && !wb[X])
+
+/* C: finish_block: clean only if not rewritten (ACT_REDIRTY) and no
+ * trim overlapped; then the volume's callback calls log_revoke.
+ */
+inline fl_finish() {
+  printf("MSC: flusher: backend flushed, finish %d\n", flx);
+#ifdef MUT_NO_GENCHECK
+  if
+  :: pd[flx] == flp ->
+#else
+  if
+  :: !redirty[flx] && pd[flx] == flp ->
+#endif
+     cst[flx] = S_CLEAN;
+     log_revoke(flx)
+  :: else
+  fi;
+  wb[flx] = false;
+  redirty[flx] = false;
+  flx = 0;
+  flp = 0
+}
+
+proctype flusher()
+{
+end_fl:
+  do
+  :: atomic { up && started && flst == 0 && (wbs < MAXWB || LOGSTUCK) &&
+              (CLAIMABLE(0) || CLAIMABLE(1)) ->
+       /* claim (ACT_WB, ACT_REDIRTY cleared), read the SSD, write the
+        * backend
+        */
+       wbs++;
+       if
+       :: CLAIMABLE(0) -> flx = 0
+       :: CLAIMABLE(1) -> flx = 1
+       fi;
+       wb[flx] = true;
+       redirty[flx] = false;
+       flp = pd[flx];
+       printf("MSC: flusher writes back %d data %d\n", flx, cdat[flx]);
+       bwrite(flx, cdat[flx]);
+       flst = 1 }
+#ifdef MUT_REVOKE_BEFORE_FLUSH
+  :: atomic { up && flst == 1 -> fl_finish(); flst = 2 }
+  :: atomic { up && flst == 2 -> bflush(); flst = 0 }
+#else
+  :: atomic { up && flst == 1 -> bflush(); fl_finish(); flst = 0 }
+#endif
+  od
+}
+
+/* ------------------------------------------------------------------ */
+/* The log writer thread (C: log.c).                                   */
+
+/* Persist a newer head hint (superblock of every healthy mirror). */
+inline persist_head() {
+  t_ = HLIMIT;
+  printf("MSC: head hint -> seq %d\n", t_);
+  nused = nused - (t_ - hseq);
+  hpos = (hpos + (t_ - hseq)) % NPOS;
+  hseq = t_;
+  t_ = 0;
+  for (k_ : 0 .. NMIR - 1) {
+    if
+    :: !mfail[k_] ->
+       hintpos[k_] = hpos;
+       hintseq[k_] = hseq
+    :: else
+    fi
+  }
+  k_ = 0
+}
+
+inline putrec(m, p, sq, br, wr, bs, e0, e1, rv) {
+  D(m, p).wid = widctr;
+  D(m, p).prev = lastwid;
+  D(m, p).seq = sq;
+  D(m, p).bar = br;
+  D(m, p).wrap = wr;
+  D(m, p).dur = 0;
+  D(m, p).base = bs;
+  D(m, p).ent[0] = e0;
+  D(m, p).ent[1] = e1;
+  D(m, p).rev = rv
+}
+
+inline clearrec(m, p) {
+  D(m, p).wid = 0;
+  D(m, p).prev = 0;
+  D(m, p).seq = 0;
+  D(m, p).bar = 0;
+  D(m, p).wrap = 0;
+  D(m, p).dur = 0;
+  D(m, p).base = 0;
+  D(m, p).ent[0] = 0;
+  D(m, p).ent[1] = 0;
+  D(m, p).rev = 0
+}
+
+/* The next segment would not fit before the region's end: a wrap
+ * marker (it takes a seq), and go on at the region's start.
+ */
+inline write_wrap() {
+  printf("MSC: wrap marker seq %d at %d\n", nextseq, tailpos);
+  widctr++;
+  assert(MODEL_bounds || (nextseq < MAXSEQ && widctr < MAXSEQ));
+  for (k_ : 0 .. NMIR - 1) {
+    if
+    :: !mfail[k_] -> putrec(k_, tailpos, nextseq, 0, 1, baseseq, NONE, NONE, 0)
+    :: else
+    fi
+  }
+  k_ = 0;
+  lastwid = widctr;
+  tailpos = 0;
+  nused++;
+  nextseq++
+}
+
+/* Write the oldest sealed buffer (sealing the current one first if the
+ * queue is empty) to every healthy mirror.
+ */
+inline write_seg() {
+  if
+  :: qn == 0 -> seal()
+  :: else
+  fi;
+  hb = q[0];
+  hrv = buf[hb].rev;
+#ifdef MUT_REVOKE_UNCOVERED
+  /* the barrier's revokes go into the next segment */
+  if
+  :: buf[hb].bar ->
+     if
+     :: cur != NONE -> buf[cur].rev = buf[cur].rev | hrv
+     :: else -> pendrev = pendrev | hrv
+     fi;
+     hrv = 0
+  :: else
+  fi;
+#endif
+#ifdef MUT_NO_BASE
+  hbs = 0;
+#else
+  hbs = baseseq;
+#endif
+  widctr++;
+  assert(MODEL_bounds || (nextseq < MAXSEQ && widctr < MAXSEQ));
+  printf("MSC: write seg seq %d at %d: bar %d ent %d %d rev %d\n", nextseq, tailpos, buf[hb].bar, buf[hb].ent[0], buf[hb].ent[1], hrv);
+  for (k_ : 0 .. NMIR - 1) {
+    if
+    :: !mfail[k_] ->
+       putrec(k_, tailpos, nextseq, buf[hb].bar, 0, hbs,
+              buf[hb].ent[0], buf[hb].ent[1], hrv)
+    :: else
+    fi
+  }
+  k_ = 0;
+  lastwid = widctr;
+  hrv = 0;
+  hbs = 0;
+  for (k_ : 0 .. NLBA - 1) {
+    if
+    :: locb[k_] == hb ->
+       locb[k_] = NONE;
+       locs[k_] = nextseq
+    :: else
+    fi;
+    if
+    :: (buf[hb].dy >> k_) & 1 && dyseq[k_] == 0 -> dyseq[k_] = nextseq
+    :: else
+    fi
+  }
+  k_ = 0;
+  tailpos = (tailpos + 1) % NPOS;
+  nused++;
+  nextseq++;
+  if
+  :: buf[hb].bar ->
+     spb = hb;
+#ifdef MUT_PUBLISH_BEFORE_SYNC
+     durid = buf[hb].id
+#else
+     skip
+#endif
+  :: else -> freehead()
+  fi;
+  hb = 0
+}
+
+/* Sync every healthy mirror, then publish durable_barrier (waking the
+ * flushes that wait for it).
+ */
+inline sync_barrier() {
+  printf("MSC: sync mirrors, durable barrier id %d\n", buf[spb].id);
+  for (k_ : 0 .. NMIR - 1) {
+    if
+    :: !mfail[k_] ->
+       for (t_ : 0 .. NPOS - 1) {
+         D(k_, t_).dur = 1
+       }
+       t_ = 0
+#ifdef MUT_SYNC_ONE_MIRROR
+       ; break
+#endif
+    :: else
+    fi
+  }
+  k_ = 0;
+  if
+  :: nfailed < NMIR ->
+     durid = buf[spb].id;
+     startdur = true;
+     for (t_ : 0 .. NLBA - 1) {
+       if
+       :: locs[t_] != 0 -> release(t_)
+       :: else
+       fi
+     }
+     t_ = 0
+  :: else
+  fi;
+  freehead();
+  spb = NONE
+}
+
+/* Active reclaim: re-log the live entries of the head segment (data
+ * read from the SSD, never from the log) and ask for a barrier.
+ */
+inline reclaim() {
+  printf("MSC: active reclaim of head seq %d\n", hseq);
+  reclaims++;
+  for (t_ : 0 .. NLBA - 1) {
+    if
+    :: locs[t_] == hseq ->
+       /* a live entry holds the block's dirty data on the SSD */
+       assert(INV_live_entry_is_dirty_slot || cst[t_] == S_DIRTY);
+       assert(INV_live_entry_is_dirty_slot || nfailed == NMIR ||
+              cdat[t_] == (mfail[0] -> D(1, hpos).ent[t_] : D(0, hpos).ent[t_]));
+       log_append(t_, cdat[t_])
+    :: else
+    fi
+  }
+  t_ = 0;
+#ifndef FLAW_HEAD_SUPERSEDE
+  buf[cur].bar = 1
+#else
+  skip
+#endif
+}
+
+proctype writer()
+{
+end_wr:
+  do
+  :: atomic { up && spb == NONE && WORK && nused == NPOS && HLIMIT > hseq ->
+       persist_head() }
+  :: atomic { up && spb == NONE && WORK && nused < NPOS && tailpos == NPOS - 1 ->
+       write_wrap() }
+  :: atomic { up && spb == NONE && WORK && nused < NPOS -> write_seg() }
+  :: atomic { up && spb != NONE -> sync_barrier() }
+  :: atomic { up && spb == NONE && reclaims < MAXRECLAIM &&
+              NPOS - nused <= RECLAIM_FREE &&
+              (locs[0] == hseq || locs[1] == hseq) && RELOG_OK ->
+       reclaim() }
+  od
+}
+
+/* ------------------------------------------------------------------ */
+/* Start-up on the intact SSD (C: open.c, hhc_start).                  */
+
+/* hhc_start: re-log every dirty block and write a barrier (its header,
+ * like every header of this run, carries base_seq) before any client
+ * I/O.  If the free log space is too small for that, write every dirty
+ * block back first and start from an empty log.
+ */
+proctype starter()
+{
+end_st:
+  do
+  :: atomic { up && (ststage == C_BEGIN || BARRIER_READY(ststage, stx)) ->
+       if
+       :: ststage == C_BEGIN ->
+#if !defined(FLAW_START_HEAD) && !defined(MUT_START_NO_WRITEBACK)
+         if
+         :: NPOS - nused < (NDIRTY == 0 -> 1 : NDIRTY) + 1 ->
+            printf("MSC: start-up: log too full, write back everything\n");
+            for (k_ : 0 .. NLBA - 1) {
+              if
+              :: cst[k_] == S_DIRTY -> bwrite(k_, cdat[k_]); cst[k_] = S_CLEAN
+              :: else
+              fi
+            }
+            k_ = 0;
+            bflush();
+            commit();
+            hpos = tailpos;
+            hseq = nextseq;
+            nused = 0;
+            for (k_ : 0 .. NMIR - 1) {
+              if
+              :: !mfail[k_] -> hintpos[k_] = hpos; hintseq[k_] = hseq
+              :: else
+              fi
+            }
+            k_ = 0;
+            startdur = true
+         :: else
+         fi;
+#endif
+         if
+         :: nfailed < NMIR ->
+            ststage = C_RELOG;
+            stx = 0
+         :: else ->
+            ststage = C_IDLE;
+            started = true
+         fi
+       :: else
+       fi;
+       barrier_progress(ststage, stx, sttgt) }
+  :: atomic { up && ststage == C_WAIT && (durid >= sttgt || nfailed == NMIR) ->
+       /* (if the last mirror failed meanwhile, FLUSHes write back) */
+       printf("MSC: start-up barrier durable\n");
+       ststage = C_IDLE;
+       sttgt = 0;
+       started = true }
+  od
+}
+
+/* ------------------------------------------------------------------ */
+/* Faults, restart, recovery: steps of init.                           */
+
+/* A mirror fails: marked failed, skipped from then on, unreadable at
+ * recovery.
+ */
+inline failmirror(m) {
+  printf("MSC: mirror %d fails\n", m);
+  mfail[m] = true;
+  nfailed++;
+  nolog = (nfailed == NMIR);
+  for (k_ : 0 .. NPOS - 1) {
+    clearrec(m, k_)
+  }
+  k_ = 0;
+  hintpos[m] = 0;
+  hintseq[m] = 0
+}
+
+/* The log's RAM state, empty (start of a run). */
+inline reset_log_ram() {
+  for (k_ : 0 .. NBUF - 1) {
+    clearbuf(k_);
+    q[k_] = 0
+  }
+  for (k_ : 0 .. NLBA - 1) {
+    locb[k_] = NONE;
+    locs[k_] = 0;
+    dyseq[k_] = 0
+  }
+  k_ = 0;
+  cur = NONE;
+  qn = 0;
+  nfree = NBUF;
+  nextid = 1;
+  durid = 0;
+  spb = NONE;
+  pendrev = 0;
+  reclaims = 0
+}
+
+/* A crash: what only RAM held is gone. */
+inline forget_ram() {
+  reset_log_ram();
+  for (x : 0 .. NLBA - 1) {
+    pd[x] = 0;
+    wb[x] = false;
+    redirty[x] = false;
+    done[x] = 0
+  }
+  for (x : 0 .. NCLIENT - 1) {
+    clst[x] = C_IDLE;
+    clx[x] = 0;
+    clv[x] = 0;
+    cltgt[x] = 0;
+    cls0[x] = 0;
+    cls1[x] = 0
+  }
+  x = 0;
+  tailpos = 0; nextseq = 0; nused = 0; baseseq = 0; hpos = 0; hseq = 0;
+  startdur = 0; widctr = 0; lastwid = 0; trimunfl = 0;
+  flst = 0; flx = 0; flp = 0; wbs = 0; cdone = 0;
+  ststage = C_IDLE; stx = 0; sttgt = 0; started = 0; maycrash = 0
+}
+
+/* Crash: the backend keeps, of what it got since its last flush,
+ * nothing or any one write.
+ */
+inline crash_backend() {
+  for (x : 0 .. NLBA - 1) {
+    for (v : 0 .. TZ) {
+      if
+      :: (bpend[x] >> v) & 1 ->
+         if
+         :: bdur[x] = v
+         :: skip
+         fi
+      :: else
+      fi
+    }
+    v = 0;
+    bcur[x] = bdur[x];
+    bpend[x] = 0
+  }
+  x = 0
+}
+
+/* Crash: each block's unsynced slot write (data and metadata) is kept
+ * or lost.
+ */
+inline crash_ssd() {
+  for (x : 0 .. NLBA - 1) {
+    if
+    :: cst[x] != dst[x] || cdat[x] != ddat[x] ->
+       if
+       :: dst[x] = cst[x]; ddat[x] = cdat[x]
+       :: skip
+       fi
+    :: else
+    fi;
+    cst[x] = dst[x];
+    cdat[x] = ddat[x]
+  }
+  x = 0
+}
+
+/* Crash: each unsynced record of mirror m is kept or lost (torn). */
+inline crash_mirror(m) {
+  for (p : 0 .. NPOS - 1) {
+    if
+    :: D(m, p).seq != 0 && !D(m, p).dur ->
+       if
+       :: D(m, p).dur = 1
+       :: clearrec(m, p)
+       fi
+    :: else
+    fi
+  }
+  p = 0
+}
+
+#define SAMEREC(p) (D(0, p).seq == D(1, p).seq && D(0, p).bar == D(1, p).bar && \
+                    D(0, p).wrap == D(1, p).wrap && D(0, p).dur == D(1, p).dur && \
+                    D(0, p).base == D(1, p).base && D(0, p).rev == D(1, p).rev && \
+                    D(0, p).ent[0] == D(1, p).ent[0] && D(0, p).ent[1] == D(1, p).ent[1] && \
+                    D(0, p).wid == D(1, p).wid && D(0, p).prev == D(1, p).prev)
+#define SAMEMIRRORS (SAMEREC(0) && SAMEREC(1) && SAMEREC(2) && \
+                     hintpos[0] == hintpos[1] && hintseq[0] == hintseq[1])
+
+#ifdef FLAW_SEQ_REUSE
+#define LINKED(m, p) true
+#else
+/* the record names the one before it (C: the previous header's crc) */
+#define LINKED(m, p) (n == 0 || D(m, p).prev == lw)
+#endif
+
+/* Scan mirror m from its head hint, following seq + 1 over valid
+ * records: p, s end at the first position that does not continue the
+ * chain, n is the chain's length, lw its last record's identity, lb the
+ * seq of its last barrier (0: none), lbase that barrier's base_seq.
+ */
+inline scan(m) {
+  p = hintpos[m];
+  s = hintseq[m];
+  n = 0;
+  lb = 0;
+  lbase = 0;
+  lw = 0;
+  do
+  :: n < NPOS && s != 0 && D(m, p).seq == s && LINKED(m, p) ->
+     lw = D(m, p).wid;
+     if
+     :: D(m, p).bar -> lb = s; lbase = D(m, p).base
+     :: else
+     fi;
+     n++;
+     s++;
+     p = (p + 1) % NPOS
+  :: else -> break
+  od
+}
+
+/* C: log_replay: apply the segments from max(head hint, base_seq of
+ * the last barrier) to the last barrier in seq order, each one's
+ * revoke table first, then its LBA table; write the map to the backend
+ * and flush it.
+ */
+inline replay(m) {
+  scan(m);
+#ifdef MUT_REPLAY_PAST_BARRIER
+  lb = s - 1;
+  lbase = D(m, (p + NPOS - 1) % NPOS).base;
+#endif
+#ifdef MUT_NO_BASE
+  st = hintseq[m];
+#else
+  st = (lbase > hintseq[m] -> lbase : hintseq[m]);
+#endif
+  p = hintpos[m];
+  s = hintseq[m];
+  mp[0] = NONE;
+  mp[1] = NONE;
+  do
+  :: s != 0 && s <= lb ->
+     if
+     :: s >= st && !D(m, p).wrap ->
+        printf("MSC: replay seq %d ent %d %d rev %d\n", s, D(m, p).ent[0], D(m, p).ent[1], D(m, p).rev);
+#ifndef MUT_REPLAY_ENT_BEFORE_REV
+        for (x : 0 .. NLBA - 1) {
+          if
+          :: (D(m, p).rev >> x) & 1 -> mp[x] = NONE
+          :: else
+          fi
+        }
+#endif
+        for (x : 0 .. NLBA - 1) {
+          if
+          :: D(m, p).ent[x] != NONE -> mp[x] = D(m, p).ent[x]
+          :: else
+          fi
+        }
+#ifdef MUT_REPLAY_ENT_BEFORE_REV
+        for (x : 0 .. NLBA - 1) {
+          if
+          :: (D(m, p).rev >> x) & 1 -> mp[x] = NONE
+          :: else
+          fi
+        }
+#endif
+        x = 0
+     :: else
+     fi;
+     s++;
+     p = (p + 1) % NPOS
+  :: else -> break
+  od;
+  for (x : 0 .. NLBA - 1) {
+    if
+    :: mp[x] != NONE -> bdur[x] = mp[x]
+    :: else
+    fi
+  }
+  x = 0;
+  printf("MSC: replayed mirror %d seq %d..%d: backend %d %d\n", m, st, lb, bdur[0], bdur[1])
+}
+
+/* Copy the n records of mirror f's chain from the head hint onto
+ * mirror d, and sync them.
+ */
+inline copychain(d, f, n) {
+  for (p : 0 .. n - 1) {
+    s = (hintpos[f] + p) % NPOS;
+    D(d, s).seq = D(f, s).seq;
+    D(d, s).bar = D(f, s).bar;
+    D(d, s).wrap = D(f, s).wrap;
+    D(d, s).dur = 1;
+    D(d, s).base = D(f, s).base;
+    D(d, s).ent[0] = D(f, s).ent[0];
+    D(d, s).ent[1] = D(f, s).ent[1];
+    D(d, s).rev = D(f, s).rev;
+    D(d, s).wid = D(f, s).wid;
+    D(d, s).prev = D(f, s).prev
+  }
+  p = 0;
+  s = 0
+}
+
+/* Only the chain of n records from mirror m's head hint can ever be
+ * read again (a record outside it never links to a newer one): clear
+ * the rest and number the chain's identities from 1 (fewer states,
+ * same behaviour).
+ */
+inline canon(n) {
+  for (p : 0 .. NPOS - 1) {
+    s = (p + NPOS - hintpos[m]) % NPOS;   /* index in the chain */
+    for (t_ : 0 .. NMIR - 1) {
+      if
+      :: mfail[t_]
+      :: !mfail[t_] && s >= n -> clearrec(t_, p)
+      :: !mfail[t_] && s < n ->
+         D(t_, p).wid = s + 1;
+         D(t_, p).prev = s
+      fi
+    }
+    t_ = 0
+  }
+  p = 0;
+  s = 0;
+  lastwid = n;
+  widctr = n
+}
+
+/* Restart on the intact SSD (C: open.c): the cache was reloaded (every
+ * dirty block unlogged); find the log's tail; the new run's first seq
+ * is its base_seq; then the starter runs hhc_start.
+ */
+inline restart() {
+  reset_log_ram();
+  if
+  :: nfailed < NMIR ->
+     m = (mfail[0] -> 1 : 0);
+#ifndef FLAW_MIRROR_DIVERGE
+     /* The mirrors may have kept different unsynced records: take the
+      * longest chain and copy it onto the other healthy mirror.
+      */
+     if
+     :: nfailed == 0 ->
+        scan(1);
+        st = n;
+        scan(0);
+        if
+        :: st > n -> m = 1; copychain(0, 1, st)
+        :: st < n -> copychain(1, 0, n)
+        :: else
+        fi;
+        st = 0
+     :: else
+     fi;
+#endif
+     scan(m);
+     lastwid = lw;
+     widctr = lw;
+     tailpos = p;
+     nextseq = s;
+     nused = n;
+     hpos = hintpos[m];
+     hseq = hintseq[m];
+#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
+     canon(n);
+#endif
+     m = 0
+  :: else ->
+     /* no log: keep going on the RAM view */
+     tailpos = 0;
+     nextseq = 1;
+     nused = 0;
+     hpos = 0;
+     hseq = 1
+  fi;
+  printf("MSC: restart: tail seq %d at %d, head %d at %d, used %d\n", nextseq, tailpos, hseq, hpos, nused);
+  p = 0;
+  s = 0;
+  n = 0;
+  lb = 0;
+  lbase = 0;
+  lw = 0;
+  baseseq = nextseq;
+#ifdef FLAW_START_HEAD
+  startdur = true;
+#else
+  startdur = false;
+#endif
+  ststage = C_BEGIN
+}
+
+/* The end: every variable zeroed, no process moves again. */
+inline halt() {
+  up = false;
+  for (x : 0 .. NMIR * NPOS - 1) {
+    disk[x].seq = 0;
+    disk[x].bar = 0;
+    disk[x].wrap = 0;
+    disk[x].dur = 0;
+    disk[x].base = 0;
+    disk[x].ent[0] = 0;
+    disk[x].ent[1] = 0;
+    disk[x].rev = 0;
+    disk[x].wid = 0;
+    disk[x].prev = 0
+  }
+  for (x : 0 .. NMIR - 1) {
+    mfail[x] = 0;
+    hintpos[x] = 0;
+    hintseq[x] = 0
+  }
+  for (x : 0 .. NBUF - 1) {
+    buf[x].ent[0] = 0;
+    buf[x].ent[1] = 0;
+    buf[x].st = 0
+  }
+  for (x : 0 .. NLBA - 1) {
+    locb[x] = 0;
+    cst[x] = 0; cdat[x] = 0; dst[x] = 0; ddat[x] = 0;
+    bcur[x] = 0; bdur[x] = 0; bpend[x] = 0;
+    ev[x] = 0; trims[x] = 0; done[x] = 0; cov[x] = 0;
+    mp[x] = 0
+  }
+  forget_ram();
+  for (x : 0 .. NBUF - 1) {
+    buf[x].ent[0] = 0;
+    buf[x].ent[1] = 0
+  }
+  for (x : 0 .. NLBA - 1) {
+    locb[x] = 0
+  }
+  nfailed = 0; cur = 0; nfree = 0; nextid = 0; spb = 0; nolog = 0;
+  opsleft = 0; runno = 0;
+  x = 0; m = 0; p = 0; s = 0; n = 0; lb = 0; lbase = 0; st = 0; v = 0;
+  lw = 0
+}
+
+init
+{
+  byte x, m, p, s, n, lb, lbase, st, v, lw;
+  byte mp[NLBA];
+
+  atomic {
+    reset_log_ram();
+    for (m : 0 .. NMIR - 1) {
+      hintseq[m] = 1
+    }
+    m = 0;
+    tailpos = 0;
+    nextseq = 1;
+    baseseq = 1;
+    hseq = 1;
+    startdur = true;
+    opsleft = MAXOPS;
+    runno = 1;
+    up = true;
+    started = true;
+    if
+#ifndef NO_CRASH
+    :: maycrash = true
+#endif
+#ifndef ONLY_CRASH
+    :: maycrash = false
+#endif
+    fi;
+    run writer();
+    run flusher();
+    run client(0);
+    run client(1);
+    run starter()
+  }
+  do
+  :: atomic { up && maycrash ->
+       /* Crash now, at any step of any process.  Then either the SSD
+        * is lost and the log of a surviving mirror is replayed, or it
+        * is intact and is reloaded (and, if a run is left, the gateway
+        * starts again).
+        */
+       printf("MSC: CRASH\n");
+       forget_ram();
+       up = false;
+       crashing = true }
+  :: atomic { crashing ->
+       /* (a step of its own: the crash images of many states are the
+        * same, and what follows is explored once for each)
+        */
+       crashing = false;
+       if
+       :: /* the SSD is lost (not as well as every mirror: that loses
+           * what only the log and the SSD held)
+           */
+          !nolog;
+          printf("MSC: SSD lost\n");
+          crash_backend();
+          /* the other mirror may be lost too; two identical mirrors
+           * give the same outcomes, then mirror 0 stands for both
+           */
+          if
+          :: !mfail[0] -> crash_mirror(0); replay(0)
+          :: !mfail[1] && (mfail[0] || !SAMEMIRRORS) ->
+             crash_mirror(1); replay(1)
+          :: nfailed == NMIR
+          fi;
+          for (x : 0 .. NLBA - 1) {
+            check(x, bdur[x], cov[x])
+          }
+          halt();
+          break
+       :: /* the SSD is intact */
+          crash_backend();
+          crash_ssd();
+          for (x : 0 .. NLBA - 1) {
+            v = (cst[x] != S_FREE -> cdat[x] : bdur[x]);
+            check(x, v, cov[x])
+          }
+          if
+          :: runno == MAXRUNS ->
+             halt();
+             break
+          :: else ->
+#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
+             /* Two identical mirrors: restart() takes the longer chain
+              * and clears what is outside it, so what mirror 0 alone
+              * can keep gives every outcome.
+              */
+             if
+             :: nfailed == 0 && SAMEMIRRORS ->
+                crash_mirror(0);
+                for (p : 0 .. NPOS - 1) {
+                  D(1, p).seq = D(0, p).seq;
+                  D(1, p).bar = D(0, p).bar;
+                  D(1, p).wrap = D(0, p).wrap;
+                  D(1, p).dur = D(0, p).dur;
+                  D(1, p).base = D(0, p).base;
+                  D(1, p).ent[0] = D(0, p).ent[0];
+                  D(1, p).ent[1] = D(0, p).ent[1];
+                  D(1, p).rev = D(0, p).rev;
+                  D(1, p).wid = D(0, p).wid;
+                  D(1, p).prev = D(0, p).prev
+                }
+                p = 0
+             :: else ->
+                for (m : 0 .. NMIR - 1) {
+                  crash_mirror(m)
+                }
+             fi;
+#else
+             for (m : 0 .. NMIR - 1) {
+               crash_mirror(m)
+             }
+#endif
+             m = 0;
+             restart();
+             /* what a client reads now counts as completed */
+             for (x : 0 .. NLBA - 1) {
+               v = (cst[x] != S_FREE -> cdat[x] : bdur[x]);
+               done[x] = ((v != TZ && v > cov[x]) -> v : cov[x])
+             }
+             x = 0;
+             v = 0;
+             runno++;
+             up = true;
+             if
+#ifndef NO_CRASH
+             :: maycrash = true
+#endif
+#ifndef ONLY_CRASH
+             :: maycrash = false
+#endif
+             fi
+          fi
+       fi }
+  :: atomic { up && nfailed < MAXFAIL && !mfail[0] -> failmirror(0) }
+  :: atomic { up && nfailed < MAXFAIL && !mfail[1] -> failmirror(1) }
+  :: atomic { up && !maycrash && cdone == NCLIENT ->
+       /* no crash: every operation completed, the newest data reads */
+       for (x : 0 .. NLBA - 1) {
+         v = (cst[x] != S_FREE -> cdat[x] : bcur[x]);
+         check(x, v, done[x])
+       }
+       halt();
+       break }
+  :: timeout ->
+     /* nothing can move, yet a client is not done: deadlock */
+     assert(P4_no_deadlock)
+  od
+}
