@@ -1,0 +1,1029 @@
+/* nbdkit-cos-plugin: a block volume stored as objects in S3 / COS.
+ *
+ * Layout (man/nbdkit-cos-plugin.pod): the volume is cut into objects of
+ * object-size bytes, object I named PREFIX/%016llx (I in hex), always
+ * exactly object-size bytes long; a missing object reads as zeros.
+ * PREFIX/volume.json records the geometry and the volume's UUID.
+ *
+ * Requests may have any offset and length.  A write that covers a whole
+ * object is one PUT (or one DELETE when the data is all zeros); a
+ * partial one reads the object, patches it and writes it back, under a
+ * lock of that object so that two partial writes of one object do not
+ * lose each other's bytes.  Locks are striped (a fixed array of
+ * mutexes picked by object index), which is cheap and has no lifetime
+ * to manage; requests to different objects run in parallel.  A request
+ * that spans objects takes their locks one at a time, never two at
+ * once, so there is no lock order to get wrong.
+ *
+ * Every PUT and DELETE is durable when S3 acknowledges it, so flush has
+ * nothing to do and FUA is native.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "s3.h"
+
+#define VOLUME_FORMAT "hhc-cos-volume"
+#define VOLUME_VERSION 1
+#define MIN_OBJECT_SIZE (4 * 1024)
+#define MAX_OBJECT_SIZE (32 * 1024 * 1024)
+#define NLOCKS 1024
+
+/* Parameters. */
+static char *endpoint;
+static char *bucket;
+static char *prefix; /* without a trailing '/'; may be empty */
+static int64_t want_size = -1;
+static int64_t want_object_size = -1;
+static bool create;
+static char *region;
+static bool virtual_host;
+static bool tls_verify = true;
+static bool check_etag = true;
+static char *ca_file;
+static unsigned timeout_s = 30;
+static unsigned retries = 5;
+static unsigned connections = 16;
+static unsigned backoff_ms = 100;
+static char *access_key;
+static char *secret_key;
+static char *stats_file;
+
+/* The open volume. */
+static struct s3 *s3;
+static uint64_t size;
+static uint32_t object_size;
+static char uuid[37];
+static char *description;
+static pthread_mutex_t locks[NLOCKS];
+
+static void
+cos_load (void)
+{
+  curl_global_init (CURL_GLOBAL_DEFAULT);
+  for (int i = 0; i < NLOCKS; i++)
+    pthread_mutex_init (&locks[i], NULL);
+}
+
+static void
+write_stats (void)
+{
+  struct s3_stats st;
+  char *tmp = NULL;
+  FILE *f;
+
+  if (s3 == NULL)
+    return;
+  s3_get_stats (s3, &st);
+  nbdkit_debug ("cos: %" PRIu64 " requests, %" PRIu64 " retries (http %" PRIu64
+                ", slowdown %" PRIu64 ", network %" PRIu64 ", etag %" PRIu64
+                "), %" PRIu64 " failures",
+                st.requests, st.retries, st.retry_http, st.retry_slow,
+                st.retry_net, st.retry_etag, st.failures);
+  if (stats_file == NULL)
+    return;
+  if (asprintf (&tmp, "%s.tmp", stats_file) == -1)
+    return;
+  f = fopen (tmp, "w");
+  if (f)
+    {
+      fprintf (
+          f,
+          "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
+          ", \"retry_http\": %" PRIu64 ", \"retry_slowdown\": %" PRIu64
+          ", \"retry_network\": %" PRIu64 ", \"retry_etag\": %" PRIu64
+          ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
+          ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 "}\n",
+          st.requests, st.retries, st.retry_http, st.retry_slow, st.retry_net,
+          st.retry_etag, st.failures, st.reconnects, st.bytes_in, st.bytes_out);
+      if (fclose (f) == 0)
+        rename (tmp, stats_file);
+      else
+        unlink (tmp);
+    }
+  free (tmp);
+}
+
+static void
+cos_unload (void)
+{
+  write_stats ();
+  s3_close (s3);
+  s3 = NULL;
+  free (endpoint);
+  free (bucket);
+  free (prefix);
+  free (region);
+  free (ca_file);
+  free (access_key);
+  if (secret_key)
+    {
+      memset (secret_key, 0, strlen (secret_key));
+      free (secret_key);
+    }
+  free (stats_file);
+  free (description);
+  curl_global_cleanup ();
+}
+
+static int
+parse_unsigned (const char *key, const char *value, unsigned min, unsigned max,
+                unsigned *out)
+{
+  unsigned long v;
+  char *end;
+
+  errno = 0;
+  v = strtoul (value, &end, 10);
+  if (errno || end == value || *end != '\0' || value[0] == '-')
+    {
+      nbdkit_error ("cos: %s=%s: not a number", key, value);
+      return -1;
+    }
+  if (v < min || v > max)
+    {
+      nbdkit_error ("cos: %s=%s: must be between %u and %u", key, value, min,
+                    max);
+      return -1;
+    }
+  *out = v;
+  return 0;
+}
+
+static int
+set_string (char **p, const char *value)
+{
+  free (*p);
+  *p = strdup (value);
+  if (*p == NULL)
+    {
+      nbdkit_error ("cos: strdup: %m");
+      return -1;
+    }
+  return 0;
+}
+
+static int
+cos_config (const char *key, const char *value)
+{
+  int r;
+
+  if (strcmp (key, "endpoint") == 0)
+    {
+      /* One spelling per endpoint, since it is part of the identity the
+     * hhc filter ties its cache to: scheme in lower case (https when
+     * none is given), no trailing '/'.
+     */
+      const char *sep = strstr (value, "://");
+      size_t n;
+      char *scheme = sep ? strndup (value, sep - value) : strdup ("https");
+      const char *rest = sep ? sep + 3 : value;
+      if (scheme == NULL)
+        {
+          nbdkit_error ("cos: strdup: %m");
+          return -1;
+        }
+      for (char *q = scheme; *q; q++)
+        if (*q >= 'A' && *q <= 'Z')
+          *q += 'a' - 'A';
+      n = strlen (rest);
+      while (n > 0 && rest[n - 1] == '/')
+        n--;
+      free (endpoint);
+      if (asprintf (&endpoint, "%s://%.*s", scheme, (int)n, rest) == -1)
+        {
+          endpoint = NULL;
+          free (scheme);
+          nbdkit_error ("cos: asprintf: %m");
+          return -1;
+        }
+      free (scheme);
+      return 0;
+    }
+  if (strcmp (key, "bucket") == 0)
+    {
+      if (*value == '\0' || strchr (value, '/'))
+        {
+          nbdkit_error ("cos: bucket=%s: not a bucket name", value);
+          return -1;
+        }
+      return set_string (&bucket, value);
+    }
+  if (strcmp (key, "prefix") == 0)
+    {
+      size_t n = strlen (value);
+      while (n > 0 && value[n - 1] == '/')
+        n--;
+      while (n > 0 && *value == '/')
+        value++, n--;
+      free (prefix);
+      prefix = strndup (value, n);
+      if (prefix == NULL)
+        {
+          nbdkit_error ("cos: strdup: %m");
+          return -1;
+        }
+      return 0;
+    }
+  if (strcmp (key, "size") == 0)
+    {
+      want_size = nbdkit_parse_size (value);
+      if (want_size == -1)
+        return -1;
+      if (want_size == 0 || want_size % 512 != 0)
+        {
+          nbdkit_error ("cos: size=%s: must be a positive multiple of 512",
+                        value);
+          return -1;
+        }
+      return 0;
+    }
+  if (strcmp (key, "object-size") == 0)
+    {
+      want_object_size = nbdkit_parse_size (value);
+      if (want_object_size == -1)
+        return -1;
+      if (want_object_size < MIN_OBJECT_SIZE
+          || want_object_size > MAX_OBJECT_SIZE
+          || (want_object_size & (want_object_size - 1)) != 0)
+        {
+          nbdkit_error ("cos: object-size=%s: must be a power of two from 4K "
+                        "to 32M",
+                        value);
+          return -1;
+        }
+      return 0;
+    }
+  if (strcmp (key, "create") == 0)
+    {
+      r = nbdkit_parse_bool (value);
+      if (r == -1)
+        return -1;
+      create = r;
+      return 0;
+    }
+  if (strcmp (key, "region") == 0)
+    return set_string (&region, value);
+  if (strcmp (key, "addressing") == 0)
+    {
+      if (strcmp (value, "path") == 0)
+        virtual_host = false;
+      else if (strcmp (value, "virtual") == 0)
+        virtual_host = true;
+      else
+        {
+          nbdkit_error ("cos: addressing=%s: use path or virtual", value);
+          return -1;
+        }
+      return 0;
+    }
+  if (strcmp (key, "tls-verify") == 0)
+    {
+      r = nbdkit_parse_bool (value);
+      if (r == -1)
+        return -1;
+      tls_verify = r;
+      return 0;
+    }
+  if (strcmp (key, "check-etag") == 0)
+    {
+      r = nbdkit_parse_bool (value);
+      if (r == -1)
+        return -1;
+      check_etag = r;
+      return 0;
+    }
+  if (strcmp (key, "ca-file") == 0)
+    {
+      if (access (value, R_OK) == -1)
+        {
+          nbdkit_error ("cos: ca-file=%s: %m", value);
+          return -1;
+        }
+      return set_string (&ca_file, value);
+    }
+  if (strcmp (key, "timeout") == 0)
+    return parse_unsigned (key, value, 1, 3600, &timeout_s);
+  if (strcmp (key, "retries") == 0)
+    return parse_unsigned (key, value, 0, 100, &retries);
+  if (strcmp (key, "connections") == 0)
+    return parse_unsigned (key, value, 1, 1024, &connections);
+  if (strcmp (key, "backoff") == 0)
+    return parse_unsigned (key, value, 1, 60000, &backoff_ms);
+  if (strcmp (key, "access-key") == 0)
+    {
+      free (access_key);
+      access_key = NULL;
+      return nbdkit_read_password (value, &access_key);
+    }
+  if (strcmp (key, "secret-key") == 0)
+    {
+      if (secret_key)
+        memset (secret_key, 0, strlen (secret_key));
+      free (secret_key);
+      secret_key = NULL;
+      return nbdkit_read_password (value, &secret_key);
+    }
+  if (strcmp (key, "stats") == 0)
+    return set_string (&stats_file, value);
+
+  nbdkit_error ("cos: unknown parameter '%s'", key);
+  return -1;
+}
+
+static int
+cos_config_complete (void)
+{
+  if (endpoint == NULL || bucket == NULL)
+    {
+      nbdkit_error ("cos: endpoint= and bucket= are required");
+      return -1;
+    }
+  if (prefix == NULL && set_string (&prefix, "") == -1)
+    return -1;
+  if (region == NULL && set_string (&region, "us-east-1") == -1)
+    return -1;
+  if (access_key == NULL && getenv ("AWS_ACCESS_KEY_ID")
+      && set_string (&access_key, getenv ("AWS_ACCESS_KEY_ID")) == -1)
+    return -1;
+  if (secret_key == NULL && getenv ("AWS_SECRET_ACCESS_KEY")
+      && set_string (&secret_key, getenv ("AWS_SECRET_ACCESS_KEY")) == -1)
+    return -1;
+  if (access_key == NULL || secret_key == NULL || *access_key == '\0'
+      || *secret_key == '\0')
+    {
+      nbdkit_error ("cos: no credentials: give access-key= and secret-key=, "
+                    "or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+      return -1;
+    }
+  if (create && want_size == -1)
+    {
+      nbdkit_error ("cos: create=true needs size=");
+      return -1;
+    }
+  return 0;
+}
+
+/* Object key of object IDX or, with IDX = -1, of the metadata. */
+static void
+object_key (int64_t idx, char *key, size_t n)
+{
+  const char *sep = prefix[0] ? "/" : "";
+
+  if (idx < 0)
+    snprintf (key, n, "%s%svolume.json", prefix, sep);
+  else
+    snprintf (key, n, "%s%s%016" PRIx64, prefix, sep, (uint64_t)idx);
+}
+
+static void
+make_uuid (char *out)
+{
+  unsigned char u[16];
+  size_t got = 0;
+
+  while (got < sizeof u)
+    {
+      ssize_t r = getrandom (u + got, sizeof u - got, 0);
+      if (r > 0)
+        got += r;
+    }
+  u[6] = (u[6] & 0x0f) | 0x40;
+  u[8] = (u[8] & 0x3f) | 0x80;
+  snprintf (out, 37,
+            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+            "%02x",
+            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+            u[11], u[12], u[13], u[14], u[15]);
+}
+
+static int
+create_volume (const char *key)
+{
+  char created[32];
+  time_t now = time (NULL);
+  struct tm tm;
+  json_t *j;
+  char *text;
+  int r;
+
+  /* The default object size applies to new volumes only: an existing
+   * one is opened with whatever it was made with.
+   */
+  if (want_object_size == -1)
+    want_object_size = 1024 * 1024;
+  make_uuid (uuid);
+  gmtime_r (&now, &tm);
+  strftime (created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  j = json_pack ("{s:s, s:i, s:I, s:I, s:s, s:s}", "format", VOLUME_FORMAT,
+                 "version", VOLUME_VERSION, "size", (json_int_t)want_size,
+                 "object_size", (json_int_t)want_object_size, "uuid", uuid,
+                 "created", created);
+  text = j ? json_dumps (j, JSON_INDENT (2)) : NULL;
+  json_decref (j);
+  if (text == NULL)
+    {
+      nbdkit_error ("cos: cannot build the volume metadata");
+      return -1;
+    }
+  /* If-None-Match: two gateways creating the same volume at once do
+   * not both believe they made it (stores that ignore the header just
+   * store it).
+   */
+  struct s3_io io = { .method = "PUT",
+                      .key = key,
+                      .body = text,
+                      .body_len = strlen (text),
+                      .create_only = true };
+  r = s3_do (s3, &io);
+  free (io.text);
+  free (text);
+  if (r == -1)
+    return -1;
+  if (r == 1)
+    return 1; /* made by someone else meanwhile: open that one */
+  size = want_size;
+  object_size = want_object_size;
+  nbdkit_debug ("cos: created volume %s: size %" PRIu64
+                ", object size %" PRIu32,
+                uuid, size, object_size);
+  return 0;
+}
+
+/* Parse and check the metadata object; fills size, object_size, uuid. */
+static int
+parse_volume (const char *key, const char *text, size_t len)
+{
+  json_error_t err;
+  json_t *j = json_loadb (text, len, 0, &err);
+  const char *format = NULL, *id = NULL;
+  json_int_t version = 0, sz = 0, osz = 0;
+  int r = -1;
+
+  if (j == NULL)
+    {
+      nbdkit_error ("cos: s3://%s/%s is not an hhc cos volume: not JSON "
+                    "(line %d: %s)",
+                    bucket, key, err.line, err.text);
+      return -1;
+    }
+  if (json_unpack_ex (j, &err, 0, "{s:s, s:I, s:I, s:I, s:s}", "format",
+                      &format, "version", &version, "size", &sz, "object_size",
+                      &osz, "uuid", &id)
+          == -1
+      || strcmp (format, VOLUME_FORMAT) != 0)
+    {
+      nbdkit_error ("cos: s3://%s/%s is not an hhc cos volume (%s)", bucket,
+                    key, format ? "wrong format" : err.text);
+      goto out;
+    }
+  if (version != VOLUME_VERSION)
+    {
+      nbdkit_error ("cos: s3://%s/%s: volume format version %lld is not "
+                    "supported (this plugin reads version %d)",
+                    bucket, key, (long long)version, VOLUME_VERSION);
+      goto out;
+    }
+  if (sz <= 0 || sz % 512 != 0 || osz < MIN_OBJECT_SIZE || osz > MAX_OBJECT_SIZE
+      || (osz & (osz - 1)) != 0 || strlen (id) != 36)
+    {
+      nbdkit_error ("cos: s3://%s/%s: corrupt volume metadata (size %lld, "
+                    "object size %lld)",
+                    bucket, key, (long long)sz, (long long)osz);
+      goto out;
+    }
+  if (want_size != -1 && want_size != sz)
+    {
+      nbdkit_error ("cos: size=%" PRIi64 " conflicts with the volume's "
+                    "recorded size %lld (s3://%s/%s); leave size= out to open "
+                    "it",
+                    want_size, (long long)sz, bucket, key);
+      goto out;
+    }
+  if (want_object_size != -1 && want_object_size != osz)
+    {
+      nbdkit_error ("cos: object-size=%" PRIi64 " conflicts with the volume's "
+                    "recorded object size %lld (s3://%s/%s)",
+                    want_object_size, (long long)osz, bucket, key);
+      goto out;
+    }
+  size = sz;
+  object_size = osz;
+  memcpy (uuid, id, 37);
+  r = 0;
+out:
+  json_decref (j);
+  return r;
+}
+
+static int
+cos_get_ready (void)
+{
+  char key[1024];
+  struct s3_config cfg = {
+    .endpoint = endpoint,
+    .bucket = bucket,
+    .region = region,
+    .access_key = access_key,
+    .secret_key = secret_key,
+    .virtual_host = virtual_host,
+    .tls_verify = tls_verify,
+    .check_etag = check_etag,
+    .ca_file = ca_file,
+    .timeout_ms = timeout_s * 1000L,
+    .retries = retries,
+    .connections = connections,
+    .backoff_ms = backoff_ms,
+    .backoff_max_ms = backoff_ms * 32 < 10000 ? backoff_ms * 32 : 10000,
+  };
+  int r;
+
+  s3 = s3_open (&cfg);
+  if (s3 == NULL)
+    return -1;
+
+  object_key (-1, key, sizeof key);
+  struct s3_io io = { .method = "GET", .key = key, .missing_ok = true };
+  r = s3_do (s3, &io);
+  if (r == -1)
+    return -1;
+  if (r == 1)
+    {
+      io.text = NULL; /* s3_do keeps no body of a 404 for the caller */
+      if (strcmp (io.code, "NoSuchBucket") == 0)
+        {
+          nbdkit_error ("cos: bucket '%s' does not exist at %s", bucket,
+                        endpoint);
+          return -1;
+        }
+      if (!create)
+        {
+          nbdkit_error ("cos: no volume at s3://%s/%s (to make one, add "
+                        "create=true size=SIZE)",
+                        bucket, key);
+          return -1;
+        }
+      r = create_volume (key);
+      if (r == -1)
+        return -1;
+      if (r == 1)
+        {
+          /* Someone else made it meanwhile: open theirs. */
+          struct s3_io again = { .method = "GET", .key = key };
+          if (s3_do (s3, &again) == -1)
+            return -1;
+          io = again;
+          r = 0;
+        }
+      else
+        r = 2; /* made here: size, object_size and uuid are set */
+    }
+  if (r == 0)
+    {
+      r = parse_volume (key, io.text, io.text_len);
+      free (io.text);
+      if (r == -1)
+        return -1;
+      nbdkit_debug ("cos: opened volume %s: size %" PRIu64
+                    ", object size %" PRIu32,
+                    uuid, size, object_size);
+    }
+  if (asprintf (&description, "hhc-cos %s %s %s %s", endpoint, bucket,
+                prefix[0] ? prefix : "/", uuid)
+      == -1)
+    {
+      description = NULL;
+      nbdkit_error ("cos: asprintf: %m");
+      return -1;
+    }
+  return 0;
+}
+
+static void *
+cos_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+cos_get_size (void *h)
+{
+  return size;
+}
+
+static const char *
+cos_export_description (void *h)
+{
+  return description;
+}
+
+static int
+cos_block_size (void *h, uint32_t *minimum, uint32_t *preferred,
+                uint32_t *maximum)
+{
+  *minimum = 1;
+  *preferred = object_size;
+  *maximum = 0xffffffff;
+  return 0;
+}
+
+static int
+cos_can_multi_conn (void *h)
+{
+  return 1; /* no client-side cache: every connection sees every write */
+}
+
+static int
+cos_can_fua (void *h)
+{
+  return NBDKIT_FUA_NATIVE; /* an acknowledged PUT is durable */
+}
+
+static int
+cos_can_flush (void *h)
+{
+  return 1;
+}
+
+static int
+cos_can_trim (void *h)
+{
+  return 1;
+}
+
+static int
+cos_can_zero (void *h)
+{
+  return 1;
+}
+
+static int
+cos_can_extents (void *h)
+{
+  return 1;
+}
+
+static int
+cos_flush (void *h, uint32_t flags)
+{
+  return 0;
+}
+
+static bool
+is_zero (const void *buf, size_t n)
+{
+  const unsigned char *p = buf;
+
+  return n == 0 || (p[0] == 0 && memcmp (p, p + 1, n - 1) == 0);
+}
+
+/* Read [off, off+n) of object IDX into BUF (missing: zeros). */
+static int
+read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
+{
+  char key[1024];
+  struct s3_io io = {
+    .method = "GET", .key = key, .buf = buf, .buf_len = n, .missing_ok = true
+  };
+  int r;
+
+  object_key (idx, key, sizeof key);
+  if (n < object_size)
+    {
+      io.range_off = off;
+      io.range_len = n;
+    }
+  r = s3_do (s3, &io);
+  free (io.text);
+  if (r == -1)
+    return -1;
+  if (r == 1)
+    {
+      /* Only a missing object reads as zeros; a missing bucket (deleted
+     * under us, or a typo in a reconfiguration) is an error.
+     */
+      if (strcmp (io.code, "NoSuchKey") != 0)
+        {
+          nbdkit_error ("cos: GET s3://%s/%s: HTTP 404 %s", bucket, key,
+                        io.code[0] ? io.code : "(no S3 error code)");
+          errno = EIO;
+          return -1;
+        }
+      memset (buf, 0, n);
+      return 0;
+    }
+  return 0;
+}
+
+/* Store a whole object: PUT, or DELETE when it is all zeros. */
+static int
+store_object (uint64_t idx, const void *buf)
+{
+  char key[1024];
+  struct s3_io io = { .key = key };
+  int r;
+
+  object_key (idx, key, sizeof key);
+  if (is_zero (buf, object_size))
+    io.method = "DELETE";
+  else
+    {
+      io.method = "PUT";
+      io.body = buf;
+      io.body_len = object_size;
+    }
+  r = s3_do (s3, &io);
+  free (io.text);
+  return r == 0 ? 0 : -1;
+}
+
+static pthread_mutex_t *
+object_lock (uint64_t idx)
+{
+  return &locks[(idx * 0x9E3779B97F4A7C15ULL) >> 54 & (NLOCKS - 1)];
+}
+
+/* Write BUF (or zeros when BUF is NULL) at [off, off+n) of object IDX. */
+static int
+write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf)
+{
+  pthread_mutex_t *lock = object_lock (idx);
+  char *obj = NULL;
+  int r = -1;
+
+  pthread_mutex_lock (lock);
+  if (off == 0 && n == object_size && buf)
+    {
+      r = store_object (idx, buf);
+      goto out;
+    }
+  if (off == 0 && n == object_size)
+    {
+      char key[1024];
+      struct s3_io io = { .method = "DELETE", .key = key };
+      object_key (idx, key, sizeof key);
+      r = s3_do (s3, &io) == 0 ? 0 : -1;
+      free (io.text);
+      goto out;
+    }
+  obj = malloc (object_size);
+  if (obj == NULL)
+    {
+      nbdkit_error ("cos: malloc: %m");
+      goto out;
+    }
+  if (read_object (idx, 0, object_size, obj) == -1)
+    goto out;
+  if (buf)
+    memcpy (obj + off, buf, n);
+  else
+    {
+      /* Zeroing part of an object that is missing or already zero there
+     * costs nothing.
+     */
+      if (is_zero (obj + off, n))
+        {
+          r = 0;
+          goto out;
+        }
+      memset (obj + off, 0, n);
+    }
+  r = store_object (idx, obj);
+out:
+  pthread_mutex_unlock (lock);
+  free (obj);
+  return r;
+}
+
+static int
+cos_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  char *p = buf;
+
+  while (count > 0)
+    {
+      uint64_t idx = offset / object_size;
+      uint32_t off = offset % object_size;
+      uint32_t n = object_size - off < count ? object_size - off : count;
+      if (read_object (idx, off, n, p) == -1)
+        return -1;
+      p += n;
+      offset += n;
+      count -= n;
+    }
+  return 0;
+}
+
+static int
+write_range (const char *buf, uint32_t count, uint64_t offset)
+{
+  while (count > 0)
+    {
+      uint64_t idx = offset / object_size;
+      uint32_t off = offset % object_size;
+      uint32_t n = object_size - off < count ? object_size - off : count;
+      if (write_object (idx, off, n, buf) == -1)
+        return -1;
+      if (buf)
+        buf += n;
+      offset += n;
+      count -= n;
+    }
+  return 0;
+}
+
+static int
+cos_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  return write_range (buf, count, offset);
+}
+
+static int
+cos_zero (void *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return write_range (NULL, count, offset);
+}
+
+static int
+cos_trim (void *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return write_range (NULL, count, offset);
+}
+
+/* Which objects of [offset, offset+count) exist, by one listing (at
+ * most 1000 keys); nbdkit accepts fewer extents than asked for.
+ */
+static int
+cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
+             struct nbdkit_extents *extents)
+{
+  uint64_t first = offset / object_size;
+  uint64_t last = (offset + count - 1) / object_size;
+  char key[1024], after[1024], got[1024];
+  char *eprefix = NULL, *eafter = NULL, *query = NULL;
+  uint64_t next = first; /* first object not yet reported */
+  size_t pos = 0;
+  int r = -1, found;
+
+  if (last - first >= 1000)
+    last = first + 999;
+  if (prefix[0])
+    {
+      snprintf (key, sizeof key, "%s/", prefix);
+      eprefix = curl_easy_escape (NULL, key, 0);
+    }
+  if (first > 0)
+    {
+      object_key (first - 1, after, sizeof after);
+      eafter = curl_easy_escape (NULL, after, 0);
+    }
+  if ((prefix[0] && eprefix == NULL) || (first > 0 && eafter == NULL)
+      || asprintf (&query, "list-type=2&max-keys=%" PRIu64 "%s%s%s%s",
+                   last - first + 1, eprefix ? "&prefix=" : "",
+                   eprefix ? eprefix : "", eafter ? "&start-after=" : "",
+                   eafter ? eafter : "")
+             == -1)
+    {
+      query = NULL;
+      nbdkit_error ("cos: out of memory");
+      goto out;
+    }
+  {
+    struct s3_io io = { .method = "GET", .key = NULL, .query = query };
+    char trunc[16] = "false";
+    size_t tpos = 0;
+    if (s3_do (s3, &io) == -1)
+      goto out;
+    while ((found
+            = s3_xml_next (io.text, io.text_len, &pos, "Key", got, sizeof got))
+           == 1)
+      {
+        const char *name = got + (prefix[0] ? strlen (prefix) + 1 : 0);
+        char *end;
+        uint64_t idx;
+        if (strlen (got) < strlen (name) || strlen (name) != 16)
+          continue;
+        idx = strtoull (name, &end, 16);
+        if (*end != '\0' || idx < next)
+          continue;
+        if (idx > last)
+          break;
+        if (idx > next
+            && nbdkit_add_extent (extents, next * object_size,
+                                  (idx - next) * object_size,
+                                  NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO)
+                   == -1)
+          goto out_text;
+        if (nbdkit_add_extent (extents, idx * object_size, object_size, 0)
+            == -1)
+          goto out_text;
+        next = idx + 1;
+      }
+    if (found == -1
+        || s3_xml_next (io.text, io.text_len, &tpos, "IsTruncated", trunc,
+                        sizeof trunc)
+               == -1)
+      {
+        nbdkit_error ("cos: GET s3://%s?list-type=2: malformed listing",
+                      bucket);
+        errno = EIO;
+        goto out_text;
+      }
+    /* A truncated listing (other keys under the prefix used up
+     * max-keys) says nothing about the objects after its last key:
+     * report only what it covered, or, if it covered nothing, the
+     * first object as data (always a safe answer).
+     */
+    if (strcmp (trunc, "true") == 0 && next <= last)
+      {
+        if (next == first
+            && nbdkit_add_extent (extents, first * object_size, object_size, 0)
+                   == -1)
+          goto out_text;
+      }
+    else if (next <= last
+             && nbdkit_add_extent (extents, next * object_size,
+                                   (last + 1 - next) * object_size,
+                                   NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO)
+                    == -1)
+      goto out_text;
+    r = 0;
+out_text:
+    free (io.text);
+  }
+out:
+  curl_free (eprefix);
+  curl_free (eafter);
+  free (query);
+  return r;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin = {
+  .name = "cos",
+  .longname = "hhc-gateway S3/COS object store plugin",
+  .version = PACKAGE_VERSION,
+  .description = "Serve a block volume stored as objects in S3 or COS",
+  .load = cos_load,
+  .unload = cos_unload,
+  .config = cos_config,
+  .config_complete = cos_config_complete,
+  .config_help
+  = "endpoint=URL          S3 endpoint, e.g. http://127.0.0.1:4568 (required)\n"
+    "bucket=NAME           bucket (required)\n"
+    "prefix=PATH           object name prefix\n"
+    "size=SIZE             volume size (with create=true; checked otherwise)\n"
+    "create=true           make the volume if it does not exist\n"
+    "object-size=SIZE      object size, power of two (default 1M)\n"
+    "access-key=KEY        access key id (or -, +FILE, -FD; or env)\n"
+    "secret-key=KEY        secret key (or -, +FILE, -FD; or env)\n"
+    "region=REGION         signing region (default us-east-1)\n"
+    "addressing=path|virtual  bucket in the path or in the host name\n"
+    "tls-verify=BOOL       verify the server's certificate (default true)\n"
+    "ca-file=FILE          CA certificates to verify it with\n"
+    "check-etag=BOOL       a PUT's ETag must be its MD5 (default true)\n"
+    "timeout=SECS          per attempt (default 30)\n"
+    "retries=N             retries of a failed request (default 5)\n"
+    "backoff=MS            first retry delay, doubling (default 100)\n"
+    "connections=N         keep-alive connections (default 16)\n"
+    "stats=FILE            write request and retry counts at exit",
+  .magic_config_key = NULL,
+  .get_ready = cos_get_ready,
+  .open = cos_open,
+  .get_size = cos_get_size,
+  .export_description = cos_export_description,
+  .block_size = cos_block_size,
+  .can_multi_conn = cos_can_multi_conn,
+  .can_fua = cos_can_fua,
+  .can_flush = cos_can_flush,
+  .can_trim = cos_can_trim,
+  .can_zero = cos_can_zero,
+  .can_extents = cos_can_extents,
+  .pread = cos_pread,
+  .pwrite = cos_pwrite,
+  .flush = cos_flush,
+  .trim = cos_trim,
+  .zero = cos_zero,
+  .extents = cos_extents,
+  .errno_is_preserved = 1,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)
