@@ -37,6 +37,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "objcache.h"
 #include "s3.h"
 
 #define VOLUME_FORMAT "hhc-cos-volume"
@@ -64,6 +65,8 @@ static unsigned backoff_ms = 100;
 static char *access_key;
 static char *secret_key;
 static char *stats_file;
+static int64_t object_cache_bytes = 64 * 1024 * 1024;
+static unsigned max_parallel = 8;
 
 /* The open volume. */
 static struct s3 *s3;
@@ -72,6 +75,7 @@ static uint32_t object_size;
 static char uuid[37];
 static char *description;
 static pthread_mutex_t locks[NLOCKS];
+static struct objcache *cache;
 
 static void
 cos_load (void)
@@ -85,12 +89,14 @@ static void
 write_stats (void)
 {
   struct s3_stats st;
+  uint64_t hits, misses;
   char *tmp = NULL;
   FILE *f;
 
   if (s3 == NULL)
     return;
   s3_get_stats (s3, &st);
+  objcache_stats (cache, &hits, &misses);
   nbdkit_debug ("cos: %" PRIu64 " requests, %" PRIu64 " retries (http %" PRIu64
                 ", slowdown %" PRIu64 ", network %" PRIu64 ", etag %" PRIu64
                 "), %" PRIu64 " failures",
@@ -103,15 +109,17 @@ write_stats (void)
   f = fopen (tmp, "w");
   if (f)
     {
-      fprintf (
-          f,
-          "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
-          ", \"retry_http\": %" PRIu64 ", \"retry_slowdown\": %" PRIu64
-          ", \"retry_network\": %" PRIu64 ", \"retry_etag\": %" PRIu64
-          ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
-          ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 "}\n",
-          st.requests, st.retries, st.retry_http, st.retry_slow, st.retry_net,
-          st.retry_etag, st.failures, st.reconnects, st.bytes_in, st.bytes_out);
+      fprintf (f,
+               "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
+               ", \"retry_http\": %" PRIu64 ", \"retry_slowdown\": %" PRIu64
+               ", \"retry_network\": %" PRIu64 ", \"retry_etag\": %" PRIu64
+               ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
+               ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+               ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
+               "}\n",
+               st.requests, st.retries, st.retry_http, st.retry_slow,
+               st.retry_net, st.retry_etag, st.failures, st.reconnects,
+               st.bytes_in, st.bytes_out, hits, misses);
       if (fclose (f) == 0)
         rename (tmp, stats_file);
       else
@@ -124,6 +132,8 @@ static void
 cos_unload (void)
 {
   write_stats ();
+  objcache_free (cache);
+  cache = NULL;
   s3_close (s3);
   s3 = NULL;
   free (endpoint);
@@ -187,9 +197,9 @@ cos_config (const char *key, const char *value)
   if (strcmp (key, "endpoint") == 0)
     {
       /* One spelling per endpoint, since it is part of the identity the
-     * hhc filter ties its cache to: scheme in lower case (https when
-     * none is given), no trailing '/'.
-     */
+       * hhc filter ties its cache to: scheme in lower case (https when
+       * none is given), no trailing '/'.
+       */
       const char *sep = strstr (value, "://");
       size_t n;
       char *scheme = sep ? strndup (value, sep - value) : strdup ("https");
@@ -340,7 +350,14 @@ cos_config (const char *key, const char *value)
       secret_key = NULL;
       return nbdkit_read_password (value, &secret_key);
     }
-  if (strcmp (key, "stats") == 0)
+  if (strcmp (key, "object-cache") == 0)
+    {
+      object_cache_bytes = nbdkit_parse_size (value);
+      return object_cache_bytes == -1 ? -1 : 0;
+    }
+  if (strcmp (key, "parallel") == 0)
+    return parse_unsigned (key, value, 1, 64, &max_parallel);
+  if (strcmp (key, "cos-stats") == 0)
     return set_string (&stats_file, value);
 
   nbdkit_error ("cos: unknown parameter '%s'", key);
@@ -604,6 +621,16 @@ cos_get_ready (void)
                     ", object size %" PRIu32,
                     uuid, size, object_size);
     }
+  if (object_cache_bytes / object_size > 0)
+    {
+      cache = objcache_new (object_cache_bytes / object_size, object_size);
+      if (cache == NULL)
+        {
+          nbdkit_error ("cos: object-cache=%" PRIi64 ": %m",
+                        object_cache_bytes);
+          return -1;
+        }
+    }
   if (asprintf (&description, "hhc-cos %s %s %s %s", endpoint, bucket,
                 prefix[0] ? prefix : "/", uuid)
       == -1)
@@ -703,6 +730,8 @@ read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
   };
   int r;
 
+  if (objcache_read (cache, idx, off, n, buf))
+    return 0;
   object_key (idx, key, sizeof key);
   if (n < object_size)
     {
@@ -716,8 +745,8 @@ read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
   if (r == 1)
     {
       /* Only a missing object reads as zeros; a missing bucket (deleted
-     * under us, or a typo in a reconfiguration) is an error.
-     */
+       * under us, or a typo in a reconfiguration) is an error.
+       */
       if (strcmp (io.code, "NoSuchKey") != 0)
         {
           nbdkit_error ("cos: GET s3://%s/%s: HTTP 404 %s", bucket, key,
@@ -750,6 +779,13 @@ store_object (uint64_t idx, const void *buf)
     }
   r = s3_do (s3, &io);
   free (io.text);
+  /* The caller holds the object's lock.  After a failure the store may
+   * hold the old or the new content: forget it.
+   */
+  if (r == 0)
+    objcache_put (cache, idx, buf);
+  else
+    objcache_drop (cache, idx);
   return r == 0 ? 0 : -1;
 }
 
@@ -780,6 +816,7 @@ write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf)
       object_key (idx, key, sizeof key);
       r = s3_do (s3, &io) == 0 ? 0 : -1;
       free (io.text);
+      objcache_drop (cache, idx); /* missing now (or unknown) */
       goto out;
     }
   obj = malloc (object_size);
@@ -795,8 +832,8 @@ write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf)
   else
     {
       /* Zeroing part of an object that is missing or already zero there
-     * costs nothing.
-     */
+       * costs nothing.
+       */
       if (is_zero (obj + off, n))
         {
           r = 0;
@@ -811,41 +848,98 @@ out:
   return r;
 }
 
-static int
-cos_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  char *p = buf;
+/* One request's objects, done by up to max_parallel threads at once
+ * (the first object by the calling thread): a 4 MiB read of 1 MiB
+ * objects costs one round trip, not four.
+ */
+struct span {
+  char *buf; /* NULL: zeros (writes only) */
+  uint64_t offset;
+  uint32_t count;
+  bool write;
+  uint64_t first, last; /* object indexes */
+  pthread_mutex_t lock;
+  uint64_t next; /* next object to take */
+  int err;       /* first errno, 0 if none */
+};
 
-  while (count > 0)
+static void *
+span_worker (void *p)
+{
+  struct span *sp = p;
+
+  for (;;)
     {
-      uint64_t idx = offset / object_size;
-      uint32_t off = offset % object_size;
-      uint32_t n = object_size - off < count ? object_size - off : count;
-      if (read_object (idx, off, n, p) == -1)
-        return -1;
-      p += n;
-      offset += n;
-      count -= n;
+      uint64_t idx, start, end;
+      uint32_t off, n;
+      char *b;
+      int r;
+
+      pthread_mutex_lock (&sp->lock);
+      idx = sp->next++;
+      r = sp->err;
+      pthread_mutex_unlock (&sp->lock);
+      if (idx > sp->last || r != 0)
+        return NULL;
+      start = idx == sp->first ? sp->offset : idx * object_size;
+      end = (idx + 1) * object_size;
+      if (end > sp->offset + sp->count)
+        end = sp->offset + sp->count;
+      off = start % object_size;
+      n = end - start;
+      b = sp->buf ? sp->buf + (start - sp->offset) : NULL;
+      r = sp->write ? write_object (idx, off, n, b)
+                    : read_object (idx, off, n, b);
+      if (r == -1)
+        {
+          pthread_mutex_lock (&sp->lock);
+          if (sp->err == 0)
+            sp->err = errno ? errno : EIO;
+          pthread_mutex_unlock (&sp->lock);
+        }
+    }
+}
+
+static int
+do_span (char *buf, uint32_t count, uint64_t offset, bool write)
+{
+  struct span sp = { .buf = buf,
+                     .offset = offset,
+                     .count = count,
+                     .write = write,
+                     .first = offset / object_size,
+                     .last = (offset + count - 1) / object_size };
+  pthread_t tids[64];
+  unsigned nthreads = 0;
+  uint64_t nobj = sp.last - sp.first + 1;
+
+  sp.next = sp.first;
+  pthread_mutex_init (&sp.lock, NULL);
+  while (nthreads + 1 < max_parallel && nthreads + 1 < nobj
+         && pthread_create (&tids[nthreads], NULL, span_worker, &sp) == 0)
+    nthreads++;
+  span_worker (&sp);
+  for (unsigned i = 0; i < nthreads; i++)
+    pthread_join (tids[i], NULL);
+  pthread_mutex_destroy (&sp.lock);
+  if (sp.err)
+    {
+      errno = sp.err;
+      return -1;
     }
   return 0;
 }
 
 static int
+cos_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return do_span (buf, count, offset, false);
+}
+
+static int
 write_range (const char *buf, uint32_t count, uint64_t offset)
 {
-  while (count > 0)
-    {
-      uint64_t idx = offset / object_size;
-      uint32_t off = offset % object_size;
-      uint32_t n = object_size - off < count ? object_size - off : count;
-      if (write_object (idx, off, n, buf) == -1)
-        return -1;
-      if (buf)
-        buf += n;
-      offset += n;
-      count -= n;
-    }
-  return 0;
+  return do_span ((char *)buf, count, offset, true);
 }
 
 static int
@@ -1004,7 +1098,9 @@ static struct nbdkit_plugin plugin = {
     "retries=N             retries of a failed request (default 5)\n"
     "backoff=MS            first retry delay, doubling (default 100)\n"
     "connections=N         keep-alive connections (default 16)\n"
-    "stats=FILE            write request and retry counts at exit",
+    "object-cache=SIZE     objects kept for read-modify-write (default 64M)\n"
+    "parallel=N            objects of one request at once (default 8)\n"
+    "cos-stats=FILE        write request and retry counts at exit",
   .magic_config_key = NULL,
   .get_ready = cos_get_ready,
   .open = cos_open,

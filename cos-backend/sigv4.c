@@ -124,6 +124,17 @@ sigv4_md5_hex (const void *data, size_t len, char *hex)
 }
 
 void
+sigv4_md5_hex_base64 (const void *data, size_t len, char *hex, char *b64)
+{
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n;
+
+  digest (EVP_md5 (), data, len, d, &n);
+  to_hex (d, n, hex);
+  EVP_EncodeBlock ((unsigned char *)b64, d, n);
+}
+
+void
 sigv4_md5_base64 (const void *data, size_t len, char *b64)
 {
   unsigned char d[EVP_MAX_MD_SIZE];

@@ -48,6 +48,9 @@ extern void sigv4_sha256_hex (const void *data, size_t len, char *hex);
 extern void sigv4_md5_base64 (const void *data, size_t len, char *b64);
 /* Hex MD5 (an S3 ETag without its quotes): 33 bytes. */
 extern void sigv4_md5_hex (const void *data, size_t len, char *hex);
+/* Both of the MD5's encodings from one pass over the data. */
+extern void sigv4_md5_hex_base64 (const void *data, size_t len, char *hex,
+                                  char *b64);
 
 /* URI-encode S for SigV4: unreserved characters (A-Z a-z 0-9 - . _ ~)
  * stay, every other byte becomes %XX (upper case hex); '/' stays when

@@ -4,6 +4,8 @@
 # read-modify-write, so without the per-object lock they would undo
 # each other's pieces), while a fifth rewrites whole objects elsewhere.
 # Every piece must be there afterwards, through a fresh connection.
+# Run twice: with the object cache (the default: read-modify-writes
+# find their object there) and without it (object-cache=0).
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -14,10 +16,14 @@ plugin=$(cos_plugin)
 
 start_s3rver vol
 read -r -a creds <<<"$(s3_creds)"
-start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "$plugin" \
-  endpoint="$s3_endpoint" bucket=vol prefix=cc "${creds[@]}" \
-  create=true size=2M object-size=16K connections=8
 uri=$(nbd_uri "$tmp/n.sock")
+
+for run in cached uncached; do
+opts=(cos-stats="$tmp/$run.json")
+[ "$run" = cached ] || opts+=(object-cache=0)
+start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "$plugin" \
+  endpoint="$s3_endpoint" bucket=vol prefix=$run "${creds[@]}" \
+  create=true size=2M object-size=16K connections=8 "${opts[@]}"
 
 # Client K (0..3) writes piece i of objects 0..3 when i % 4 == K, in
 # a shuffled order; pieces are 512 bytes, 32 per 16K object.
@@ -56,4 +62,10 @@ for o in range(10, 20):
     assert h.pread(16384, o * 16384) == bytes([102 + o]) * 16384, ("object", o)
 '
 stop_nbdkit "$tmp/n.pid"
+hits=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["cache_hits"])' "$tmp/$run.json")
+case $run in
+  cached) [ "$hits" -gt 0 ] || fail "the object cache was never hit" ;;
+  uncached) [ "$hits" -eq 0 ] || fail "object-cache=0 still cached" ;;
+esac
+done
 echo "$_hhc_name: ok"

@@ -26,7 +26,7 @@ start_s3server --bucket vol --seed "$seed" --fault-503 $rate \
   --fault-cut $rate --fault-cut-after $rate --fault-etag 0.05
 read -r -a creds <<<"$(s3_creds)"
 cos=("$plugin" endpoint="$s3_endpoint" bucket=vol prefix=f "${creds[@]}"
-     retries=10 backoff=1 timeout=1 stats="$tmp/stats.json")
+     retries=10 backoff=1 timeout=1 cos-stats="$tmp/stats.json")
 
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}" \
   create=true size=2M object-size=16K

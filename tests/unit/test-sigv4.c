@@ -585,6 +585,16 @@ test_md5 (void **state)
       assert_string_equal (buf, v[i].b64);
       for (size_t j = 25; j < sizeof buf; j++)
         assert_int_equal (buf[j], 'X');
+
+      /* Both encodings from one pass. */
+      char hex[40], b64[40];
+      memset (hex, 'X', sizeof hex);
+      memset (b64, 'X', sizeof b64);
+      sigv4_md5_hex_base64 (v[i].data, strlen (v[i].data), hex, b64);
+      assert_string_equal (hex, v[i].hex);
+      assert_string_equal (b64, v[i].b64);
+      assert_int_equal (hex[33], 'X');
+      assert_int_equal (b64[25], 'X');
     }
 }
 
