@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +36,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "common.h" /* hhc_make_uuid, shared with the core */
 #include "objcache.h"
 #include "s3.h"
 
@@ -412,22 +412,10 @@ object_key (int64_t idx, char *key, size_t n)
 static void
 make_uuid (char *out)
 {
-  unsigned char u[16];
-  size_t got = 0;
+  uint8_t u[16];
 
-  while (got < sizeof u)
-    {
-      ssize_t r = getrandom (u + got, sizeof u - got, 0);
-      if (r > 0)
-        got += r;
-    }
-  u[6] = (u[6] & 0x0f) | 0x40;
-  u[8] = (u[8] & 0x3f) | 0x80;
-  snprintf (out, 37,
-            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
-            "%02x",
-            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
-            u[11], u[12], u[13], u[14], u[15]);
+  hhc_make_uuid (u);
+  hhc_uuid_str (u, out);
 }
 
 static int

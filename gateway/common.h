@@ -145,6 +145,8 @@ put64 (void *p, uint64_t v)
 
 /* A random UUID (from /dev/urandom). */
 void hhc_make_uuid (uint8_t uuid[16]);
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+void hhc_uuid_str (const uint8_t u[16], char out[37]);
 
 /* 64-bit mixing hash (for the index). */
 static inline uint64_t

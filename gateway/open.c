@@ -175,16 +175,6 @@ uuid_is_zero (const uint8_t u[16])
   return memcmp (u, z, 16) == 0;
 }
 
-static void
-uuid_str (const uint8_t u[16], char out[37])
-{
-  snprintf (out, 37,
-            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
-            "%02x",
-            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
-            u[11], u[12], u[13], u[14], u[15]);
-}
-
 /* Mode hhc: open the log and decide what it means for the cache.
  * cache_new: the cache is about to be formatted (blank, or
  * format=force): a valid log of this backend is replayed at start.  A
@@ -219,7 +209,7 @@ open_log (struct hhc_volume *vol, bool cache_new)
   if (r)
     return r;
   log_uuids (vol->log, luuid, lcache);
-  uuid_str (luuid, a);
+  hhc_uuid_str (luuid, a);
   if (cache_new)
     {
       memcpy (c->log_uuid, luuid, 16);
@@ -230,7 +220,7 @@ open_log (struct hhc_volume *vol, bool cache_new)
     {
       if (!uuid_is_zero (c->log_uuid))
         {
-          uuid_str (c->log_uuid, b);
+          hhc_uuid_str (c->log_uuid, b);
           hhc_log (vol->conf.log, HHC_LOG_WARNING,
                    "the log this cache was paired with (%s) is gone: "
                    "starting with a new log %s; every dirty block is "
@@ -250,7 +240,7 @@ open_log (struct hhc_volume *vol, bool cache_new)
       vol->replay_pending = true;
       return 0;
     }
-  uuid_str (lcache, b);
+  hhc_uuid_str (lcache, b);
   hhc_log (vol->conf.log, HHC_LOG_ERROR,
            "log %s belongs to another cache (paired with cache %s): give "
            "the log written with this cache, or a blank log device",

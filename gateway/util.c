@@ -89,3 +89,13 @@ hhc_make_uuid (uint8_t uuid[16])
   uuid[6] = (uuid[6] & 0x0f) | 0x40;
   uuid[8] = (uuid[8] & 0x3f) | 0x80;
 }
+
+void
+hhc_uuid_str (const uint8_t u[16], char out[37])
+{
+  snprintf (out, 37,
+            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+            "%02x",
+            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+            u[11], u[12], u[13], u[14], u[15]);
+}
