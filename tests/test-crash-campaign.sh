@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# A short run of the crash campaign (scripts/campaign/crash): kill -9
+# of the gateway under the verifying load, in every mode, and the loss
+# of the SSD in pt, wt, wbflush and hhc (replayed from the HDD log):
+# no flushed write lost, no block corrupt.  Then the campaign must see
+# a loss where there is one: wb does not survive the loss of its SSD.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit
+hhc=$(filter)
+make_tmpdir
+verify=$abs_top_builddir/tests/verify/hhc-verify
+[ -x "$verify" ] || fail "$verify: not built"
+campaign=$abs_top_srcdir/scripts/campaign/crash
+export HHC_FILTER=$hhc HHC_VERIFY=$verify TMPDIR=$tmp
+
+"$campaign" 4 800 >"$tmp/campaign.out" 2>&1 ||
+  { cat "$tmp/campaign.out"; fail "the crash campaign failed"; }
+tail -1 "$tmp/campaign.out"
+grep -q '^crash: 20 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
+  fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
+
+st=0
+CAMPAIGN_FAULTS=ssd "$campaign" 1 800 wb >"$tmp/negative.out" 2>&1 || st=$?
+[ "$st" -eq 1 ] && grep -q 'lost: ' "$tmp/negative.out" ||
+  { cat "$tmp/negative.out"; fail "the campaign did not see wb lose its SSD"; }
+echo "$_hhc_name: ok"
