@@ -375,7 +375,7 @@ hhc_preopen (struct hhc_conf *conf)
   int r = check_conf (conf);
 
   if (r == 0)
-    r = dev_open_file (conf->cache_path, conf->cache_size, conf->direct,
+    r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
                        conf->log, &conf->test_dev);
   if (r == 0)
     conf->own_dev = true;
@@ -444,7 +444,7 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
     }
   if (conf->test_dev)
     vol->dev = conf->test_dev;
-  else if ((r = dev_open_file (conf->cache_path, conf->cache_size, conf->direct,
+  else if ((r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
                                conf->log, &vol->dev))
            != 0)
     goto fail;

@@ -1,0 +1,223 @@
+/* nbdkit-powercut-plugin: IMAGE served with a journal of the writes a
+ * power cut may lose (see powercut.h).  For the power-cut campaign
+ * only: requests are serialised, and every write costs a read and two
+ * writes.
+ *
+ *   nbdkit powercut.so file=IMAGE journal=JOURNAL [lie=true]
+ *
+ * lie=true makes FLUSH a no-op that keeps the journal: a disk that
+ * acknowledges flushes it does not do, for checking that the campaign
+ * notices lost data.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "powercut.h"
+
+static char *file, *journal;
+static int fd = -1, jfd = -1;
+static int lie;
+
+static int
+pc_config (const char *key, const char *value)
+{
+  if (strcmp (key, "file") == 0)
+    file = nbdkit_realpath (value);
+  else if (strcmp (key, "lie") == 0)
+    {
+      lie = nbdkit_parse_bool (value);
+      return lie == -1 ? -1 : 0;
+    }
+  else if (strcmp (key, "journal") == 0)
+    {
+      free (journal);
+      journal = strdup (value);
+    }
+  else
+    {
+      nbdkit_error ("powercut: unknown parameter '%s'", key);
+      return -1;
+    }
+  return 0;
+}
+
+static int
+pc_get_ready (void)
+{
+  if (file == NULL || journal == NULL)
+    {
+      nbdkit_error ("powercut: file= and journal= are required");
+      return -1;
+    }
+  fd = open (file, O_RDWR);
+  jfd = open (journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  if (fd == -1 || jfd == -1)
+    {
+      nbdkit_error ("powercut: %s or %s: %m", file, journal);
+      return -1;
+    }
+  return 0;
+}
+
+static void
+pc_unload (void)
+{
+  free (file);
+  free (journal);
+  if (fd >= 0)
+    close (fd);
+  if (jfd >= 0)
+    close (jfd);
+}
+
+static void *
+pc_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+pc_get_size (void *h)
+{
+  struct stat st;
+
+  if (fstat (fd, &st) == -1)
+    {
+      nbdkit_error ("powercut: fstat: %m");
+      return -1;
+    }
+  return st.st_size;
+}
+
+static int
+pc_can_fua (void *h)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+pc_can_flush (void *h)
+{
+  return 1;
+}
+
+static int
+pc_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  if (pread (fd, buf, count, offset) != (ssize_t)count)
+    {
+      nbdkit_error ("powercut: pread: %m");
+      errno = EIO;
+      return -1;
+    }
+  return 0;
+}
+
+static int
+all (int f, const void *buf, size_t n)
+{
+  const char *p = buf;
+
+  while (n > 0)
+    {
+      ssize_t r = write (f, p, n);
+      if (r <= 0)
+        return -1;
+      p += r;
+      n -= r;
+    }
+  return 0;
+}
+
+/* Journal the write of BUF (NULL: zeros), then do it. */
+static int
+journalled_write (const void *buf, uint32_t count, uint64_t offset,
+                  uint32_t flags)
+{
+  struct powercut_rec rec
+      = { .magic = POWERCUT_MAGIC,
+          .offset = offset,
+          .length = count,
+          .flags = (flags & NBDKIT_FLAG_FUA) ? POWERCUT_DURABLE : 0 };
+  char *old = malloc (count), *zeros = NULL;
+  int r = -1;
+
+  if (buf == NULL)
+    buf = zeros = calloc (1, count);
+  if (old == NULL || buf == NULL)
+    {
+      nbdkit_error ("powercut: out of memory");
+      goto out;
+    }
+  if (pread (fd, old, count, offset) != (ssize_t)count
+      || all (jfd, &rec, sizeof rec) == -1 || all (jfd, old, count) == -1
+      || all (jfd, buf, count) == -1
+      || pwrite (fd, buf, count, offset) != (ssize_t)count)
+    {
+      nbdkit_error ("powercut: write at %llu: %m", (unsigned long long)offset);
+      goto out;
+    }
+  r = 0;
+out:
+  free (old);
+  free (zeros);
+  if (r == -1)
+    errno = EIO;
+  return r;
+}
+
+static int
+pc_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
+           uint32_t flags)
+{
+  return journalled_write (buf, count, offset, flags);
+}
+
+static int
+pc_zero (void *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return journalled_write (NULL, count, offset, flags);
+}
+
+static int
+pc_flush (void *h, uint32_t flags)
+{
+  /* Everything written so far is durable: nothing for a cut to lose. */
+  if (!lie && ftruncate (jfd, 0) == -1)
+    {
+      nbdkit_error ("powercut: ftruncate: %m");
+      errno = EIO;
+      return -1;
+    }
+  return 0;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS
+
+static struct nbdkit_plugin plugin = {
+  .name = "powercut",
+  .version = PACKAGE_VERSION,
+  .config = pc_config,
+  .get_ready = pc_get_ready,
+  .unload = pc_unload,
+  .open = pc_open,
+  .get_size = pc_get_size,
+  .can_fua = pc_can_fua,
+  .can_flush = pc_can_flush,
+  .pread = pc_pread,
+  .pwrite = pc_pwrite,
+  .zero = pc_zero,
+  .flush = pc_flush,
+  .errno_is_preserved = 1,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)
