@@ -39,11 +39,8 @@
 #include "common.h" /* hhc_make_uuid, shared with the core */
 #include "objcache.h"
 #include "s3.h"
+#include "volume.h" /* VOLUME_FORMAT, MIN/MAX_OBJECT_SIZE, the parse */
 
-#define VOLUME_FORMAT "hhc-cos-volume"
-#define VOLUME_VERSION 1
-#define MIN_OBJECT_SIZE (4 * 1024)
-#define MAX_OBJECT_SIZE (32 * 1024 * 1024)
 #define NLOCKS 1024
 
 /* Parameters. */
@@ -471,70 +468,26 @@ create_volume (const char *key)
   return 0;
 }
 
-/* Parse and check the metadata object; fills size, object_size, uuid. */
+/* Parse and check the metadata object (volume.c); fills size,
+ * object_size, uuid.
+ */
 static int
 parse_volume (const char *key, const char *text, size_t len)
 {
-  json_error_t err;
-  json_t *j = json_loadb (text, len, 0, &err);
-  const char *format = NULL, *id = NULL;
-  json_int_t version = 0, sz = 0, osz = 0;
-  int r = -1;
+  struct cos_volume v;
+  char msg[4096];
 
-  if (j == NULL)
+  if (cos_volume_parse (text, len, bucket, key, want_size, want_object_size, &v,
+                        msg, sizeof msg)
+      == -1)
     {
-      nbdkit_error ("cos: s3://%s/%s is not an hhc cos volume: not JSON "
-                    "(line %d: %s)",
-                    bucket, key, err.line, err.text);
+      nbdkit_error ("%s", msg);
       return -1;
     }
-  if (json_unpack_ex (j, &err, 0, "{s:s, s:I, s:I, s:I, s:s}", "format",
-                      &format, "version", &version, "size", &sz, "object_size",
-                      &osz, "uuid", &id)
-          == -1
-      || strcmp (format, VOLUME_FORMAT) != 0)
-    {
-      nbdkit_error ("cos: s3://%s/%s is not an hhc cos volume (%s)", bucket,
-                    key, format ? "wrong format" : err.text);
-      goto out;
-    }
-  if (version != VOLUME_VERSION)
-    {
-      nbdkit_error ("cos: s3://%s/%s: volume format version %lld is not "
-                    "supported (this plugin reads version %d)",
-                    bucket, key, (long long)version, VOLUME_VERSION);
-      goto out;
-    }
-  if (sz <= 0 || sz % 512 != 0 || osz < MIN_OBJECT_SIZE || osz > MAX_OBJECT_SIZE
-      || (osz & (osz - 1)) != 0 || strlen (id) != 36)
-    {
-      nbdkit_error ("cos: s3://%s/%s: corrupt volume metadata (size %lld, "
-                    "object size %lld)",
-                    bucket, key, (long long)sz, (long long)osz);
-      goto out;
-    }
-  if (want_size != -1 && want_size != sz)
-    {
-      nbdkit_error ("cos: size=%" PRIi64 " conflicts with the volume's "
-                    "recorded size %lld (s3://%s/%s); leave size= out to open "
-                    "it",
-                    want_size, (long long)sz, bucket, key);
-      goto out;
-    }
-  if (want_object_size != -1 && want_object_size != osz)
-    {
-      nbdkit_error ("cos: object-size=%" PRIi64 " conflicts with the volume's "
-                    "recorded object size %lld (s3://%s/%s)",
-                    want_object_size, (long long)osz, bucket, key);
-      goto out;
-    }
-  size = sz;
-  object_size = osz;
-  memcpy (uuid, id, 37);
-  r = 0;
-out:
-  json_decref (j);
-  return r;
+  size = v.size;
+  object_size = v.object_size;
+  memcpy (uuid, v.uuid, 37);
+  return 0;
 }
 
 static int

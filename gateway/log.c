@@ -34,6 +34,7 @@
 #define IDENTITY_MAX 2048
 #define POS_OLDER 0x80000000u /* an older entry of the LBA may be on disk */
 #define POS_MASK 0x7fffffffu
+#define MAX_SEQ (UINT64_C (1) << 62) /* sequence numbers stay below */
 
 HHC_VECTOR (u64_vec, uint64_t)
 HHC_VECTOR (u32_vec, uint32_t)
@@ -170,7 +171,10 @@ struct hhc_log {
   struct log_stats st;
 };
 
-static uint32_t
+/* 64 bits: a header's counts are read from disk, and a 32-bit length
+ * would wrap for ~2^29 revokes and pass header_ok (fuzz-log).
+ */
+static uint64_t
 hdr_len_for (uint32_t nblocks, size_t nrevokes)
 {
   return HHC_ROUND_UP (LOG_HDR_FIXED + 8 * ((uint64_t)nblocks + nrevokes),
@@ -586,6 +590,14 @@ check_sb_owner (struct hhc_log *log, struct mirror *m, const unsigned char *sb)
       log->identity = id;
       log->volume_size = get64 (sb + 48);
       log->bs = get32 (sb + 12);
+      /* Offline (hhcctl recover): the log's own segment size, not the
+       * default, or a small log made with segment-size=64K is refused
+       * as too small for 1M segments (found by fuzz-log).
+       */
+      uint32_t seg = get32 (sb + 64);
+      if (HHC_IS_POW2 (seg) && seg >= 64 * 1024 && seg <= 64 * 1024 * 1024
+          && seg >= log->bs)
+        log->segment_size = seg;
       log->max_blocks = HHC_MAX (log->segment_size / log->bs, 1);
       log->adopt = false;
     }
@@ -743,6 +755,18 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       log->hint_off = get64 (good + 72);
       log->hint_seq = get64 (good + 80);
       log->sb_gen = get64 (good + 88);
+      /* Sequence numbers start at 1 and never come near MAX_SEQ: a
+       * head outside is corruption (with 0, every barrier of the next
+       * run would count as durable at once: fuzz-log).
+       */
+      if (log->hint_seq == 0 || log->hint_seq > MAX_SEQ)
+        {
+          hhc_log (conf->log, HHC_LOG_ERROR,
+                   "log: superblock is corrupt (head sequence %" PRIu64 ")",
+                   log->hint_seq);
+          r = EINVAL;
+          goto fail;
+        }
     }
   /* A region must hold the reservations of every buffer and more. */
   log->nbufs = conf->nbuffers ? conf->nbuffers : 4;

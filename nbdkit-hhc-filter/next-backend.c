@@ -39,8 +39,9 @@ next_backend_unlock (void)
 
 /* Hold serial_lock to the end of the scope when serialising. */
 #define SERIAL_SCOPE                                                           \
-  bool serial_locked __attribute__ ((cleanup (serial_unlock)))                 \
-  = next_backend_serialize && pthread_mutex_lock (&serial_lock) == 0
+  __attribute__ ((unused)) bool serial_locked                                  \
+      __attribute__ ((cleanup (serial_unlock)))                                \
+      = next_backend_serialize && pthread_mutex_lock (&serial_lock) == 0
 
 static int
 nb_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)

@@ -1,0 +1,199 @@
+/* Fuzz target: the SSD cache device as hhc_open () finds it.
+ *
+ * Why: the superblock, the two state pages and the A/B metadata pages
+ * are read back from a device that a crash, a torn write, a dying SSD
+ * or a wrong cache= path can fill with anything.  cache_read_super,
+ * cache_read_state and cache_load (gateway/cache.c) must refuse what
+ * they cannot use and never crash, hang or read outside their
+ * buffers, whatever the bytes.
+ *
+ * What: the input (format in fuzz.h) is the device, checksums fixed
+ * up as its flags say.  The backend is the one the superblock names
+ * (identity and size), so that the geometry and the metadata get
+ * parsed instead of refused as another volume's; it holds zeros and
+ * aborts on I/O outside the volume.  Then hhc_open (format=never, wb
+ * or pt), in pt optionally hhc_start (which writes back every dirty
+ * block it loaded), and hhc_close.  Checks beyond the sanitizers':
+ * every slot is free, clean or dirty exactly once; and a cache that
+ * was loaded and closed by the code loads again with the same blocks.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "common.h"
+#include "fuzz.h"
+#include "hhc.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+/* The backend: zeros, size bytes. */
+struct stub {
+  uint64_t size;
+};
+
+static void
+check_range (struct stub *b, uint32_t count, uint64_t offset, const char *op)
+{
+  if (offset > b->size || count > b->size - offset)
+    {
+      fprintf (stderr,
+               "fuzz-cache: backend %s of %u bytes at %" PRIu64
+               " is beyond the volume (%" PRIu64 " bytes)\n",
+               op, count, offset, b->size);
+      abort ();
+    }
+}
+
+static int
+stub_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
+{
+  check_range (ctx, count, offset, "read");
+  memset (buf, 0, count);
+  return 0;
+}
+
+static int
+stub_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
+             bool fua)
+{
+  static unsigned char sink[1024 * 1024];
+
+  check_range (ctx, count, offset, "write");
+  /* Read every byte (ASan checks the buffer). */
+  memcpy (sink, buf, HHC_MIN (count, sizeof sink));
+  return 0;
+}
+
+static int
+stub_flush (void *ctx)
+{
+  return 0;
+}
+
+static const struct hhc_backend_ops stub_ops = {
+  .pread = stub_pread,
+  .pwrite = stub_pwrite,
+  .flush = stub_flush,
+};
+
+static int
+open_volume (struct hhc_dev *dev, enum hhc_mode mode, const char *identity,
+             struct stub *be, struct hhc_volume **vol)
+{
+  struct hhc_conf conf;
+  struct hhc_backend_info info = {
+    .size = be->size,
+    .identity = "",
+    .multi_conn = true,
+  };
+
+  hhc_conf_init (&conf);
+  conf.test_dev = dev;
+  conf.own_dev = false;
+  conf.mode = mode;
+  conf.format = HHC_FORMAT_NEVER;
+  conf.backend_id = identity;
+  conf.log = fuzz_log;
+  return hhc_open (&conf, &stub_ops, &info, vol);
+}
+
+static void
+check_counts (const struct hhc_counts *c, const char *when)
+{
+  if (c->free + c->clean + c->dirty != c->slots)
+    {
+      fprintf (stderr,
+               "fuzz-cache: %s: %" PRIu64 " free + %" PRIu64 " clean + %" PRIu64
+               " dirty != %" PRIu64 " slots\n",
+               when, c->free, c->clean, c->dirty, c->slots);
+      abort ();
+    }
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  char identity[CACHE_IDENTITY_MAX + 1];
+  struct hhc_dev *dev;
+  struct hhc_volume *vol;
+  struct hhc_counts before, after;
+  struct stub be;
+  unsigned char *mem;
+  unsigned flags;
+  enum hhc_mode mode;
+  bool started = false;
+  uint32_t idl;
+
+  if (size < 1)
+    return 0;
+  flags = data[0];
+  mode = (flags & FUZZ_CACHE_PT) ? HHC_MODE_PT : HHC_MODE_WB;
+  dev = fuzzdev_new (FUZZ_CACHE_DEV, "fuzz-cache");
+  fuzzdev_load (dev, 0, data + 1, size - 1);
+  mem = fuzzdev_mem (dev);
+  fuzz_fix_cache (mem, FUZZ_CACHE_DEV, flags);
+
+  /* The volume the superblock names (nbdkit's sizes fit in int64). */
+  idl = HHC_MIN (get32 (mem + 80), (uint32_t)CACHE_IDENTITY_MAX);
+  memcpy (identity, mem + 84, idl);
+  identity[idl] = '\0';
+  be.size = get64 (mem + 48);
+  if (be.size > INT64_MAX)
+    be.size = INT64_MAX;
+
+  if (open_volume (dev, mode, identity, &be, &vol) != 0)
+    goto out;
+  hhc_get_counts (vol, &before);
+  check_counts (&before, "after open");
+  if ((flags & FUZZ_CACHE_START) && mode == HHC_MODE_PT)
+    {
+      if (hhc_start (vol, &be) != 0)
+        {
+          fprintf (stderr, "fuzz-cache: hhc_start failed\n");
+          abort ();
+        }
+      started = true;
+      hhc_get_counts (vol, &before);
+      check_counts (&before, "after start");
+      if (before.dirty != 0)
+        {
+          fprintf (stderr, "fuzz-cache: pt start left dirty blocks\n");
+          abort ();
+        }
+    }
+  if (hhc_close (vol) != 0)
+    {
+      fprintf (stderr, "fuzz-cache: hhc_close failed\n");
+      abort ();
+    }
+
+  /* What the code closed, it must load again, with the same blocks
+   * (but for pt without a start, which leaves the cache "in use": its
+   * clean blocks are not trusted).
+   */
+  if (open_volume (dev, mode, identity, &be, &vol) != 0)
+    {
+      fprintf (stderr, "fuzz-cache: the closed cache does not load again\n");
+      abort ();
+    }
+  hhc_get_counts (vol, &after);
+  check_counts (&after, "after reopen");
+  if (after.dirty != before.dirty
+      || after.clean != (mode == HHC_MODE_PT && !started ? 0 : before.clean))
+    {
+      fprintf (stderr,
+               "fuzz-cache: reopened with %" PRIu64 " clean, %" PRIu64
+               " dirty; closed with %" PRIu64 " clean, %" PRIu64 " dirty\n",
+               after.clean, after.dirty, before.clean, before.dirty);
+      abort ();
+    }
+  if (hhc_close (vol) != 0)
+    abort ();
+out:
+  fuzzdev_free (dev);
+  return 0;
+}
