@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
+#include "dev.h"
 #include "hhc.h"
 #include "next-backend.h"
 
@@ -158,6 +160,32 @@ set_string (char **dst, const char *value)
   return 0;
 }
 
+/* A file name, made absolute: nbdkit changes to / when it becomes a
+ * daemon (no -f), after the configuration was read.  NBD URIs and
+ * absolute names are kept as they are.
+ */
+static int
+set_path (char **dst, const char *value)
+{
+  char cwd[4096];
+
+  if (value[0] == '/' || dev_is_nbd_uri (value) || value[0] == '\0')
+    return set_string (dst, value);
+  if (getcwd (cwd, sizeof cwd) == NULL)
+    {
+      nbdkit_error ("hhc: getcwd: %m");
+      return -1;
+    }
+  free (*dst);
+  if (asprintf (dst, "%s/%s", cwd, value) == -1)
+    {
+      *dst = NULL;
+      nbdkit_error ("hhc: asprintf: %m");
+      return -1;
+    }
+  return 0;
+}
+
 /* hot-ratio=N or N:1 */
 static int
 parse_hot_ratio (const char *value)
@@ -181,7 +209,7 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
   uint64_t u;
 
   if (strcmp (key, "cache") == 0)
-    return set_string (&cache_path, value);
+    return set_path (&cache_path, value);
   if (strcmp (key, "cache-size") == 0)
     {
       if (parse_size (key, value, &u) == -1)
@@ -213,7 +241,7 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
                         HHC_MAX_LOGS);
           return -1;
         }
-      return set_string ((char **)&conf.log_paths[conf.nlogs++], value);
+      return set_path ((char **)&conf.log_paths[conf.nlogs++], value);
     }
   if (strcmp (key, "log-size") == 0)
     {
@@ -279,7 +307,7 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
   if (strcmp (key, "direct") == 0)
     return parse_bool (key, value, &conf.direct);
   if (strcmp (key, "stats") == 0)
-    return set_string (&stats_path, value);
+    return set_path (&stats_path, value);
   if (strcmp (key, "writeback-threads") == 0)
     return parse_uint (key, value, 1, 64, &conf.writeback_threads);
   return next (nxdata, key, value);

@@ -23,9 +23,9 @@ grep -q '^crash: 20 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out"
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
 # Mode hhc with two log mirrors: a mirror lost, the SSD and a mirror
-# lost, a mirror corrupted and the SSD lost.
-CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS="mirror ssdmirror corrupt" \
-  "$campaign" 3 800 hhc >"$tmp/mirrors.out" 2>&1 ||
+# lost, a mirror corrupted and the SSD lost, every mirror lost.
+CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS="mirror ssdmirror corrupt allmirrors" \
+  "$campaign" 4 800 hhc >"$tmp/mirrors.out" 2>&1 ||
   { cat "$tmp/mirrors.out"; fail "the log-fault campaign failed"; }
 tail -1 "$tmp/mirrors.out"
 
