@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libnbd.h>
 
@@ -250,7 +251,16 @@ do_write (const char *journal, const char *state)
     abort ();
   if (state)
     load_state (state);
-  run = mix (seed ^ (uint64_t)time (NULL)) | 1;
+  /* A run id of its own even for the same seed in the same second: a
+   * block of an earlier run must never pass for one of this run.
+   */
+  {
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    run = mix (seed ^ mix ((uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)
+               ^ mix (getpid ()))
+          | 1;
+  }
   deadline = time (NULL) + seconds;
   writers = calloc (nwriters, sizeof *writers);
   for (unsigned i = 0; i < nwriters; i++)
@@ -298,6 +308,10 @@ do_write (const char *journal, const char *state)
   printf ("hhc-verify: %" PRIu64 " writes by %u writers over %" PRIu64
           " blocks of %" PRIu32 "; server gone: %s\n",
           total, nwriters, nblocks, bs, gone ? "yes" : "no");
+  for (unsigned i = 0; i < nwriters; i++)
+    free (writers[i].w);
+  free (writers);
+  free (bases);
   if (gone && !expect_crash)
     return 1;
   return 0;
@@ -488,6 +502,12 @@ do_check (const char *journal, const char *state_out)
   printf ("hhc-verify: checked %" PRIu64 " blocks: %" PRIu64 " data, %" PRIu64
           " zero, %" PRIu64 " lost, %" PRIu64 " corrupt\n",
           nblocks, ok, zero, lost, corrupt);
+  for (uint64_t lba = 0; lba < nblocks; lba++)
+    free (info[lba].seqs);
+  free (info);
+  free (bases);
+  free (b);
+  free (want);
   return lost || corrupt ? 1 : 0;
 
 bad:
