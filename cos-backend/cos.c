@@ -239,6 +239,14 @@ cos_config (const char *key, const char *value)
         n--;
       while (n > 0 && *value == '/')
         value++, n--;
+      /* An S3 key is at most 1024 bytes: PREFIX/volume.json and
+       * PREFIX/%016llx must fit (object_key would truncate silently).
+       */
+      if (n > 1000)
+        {
+          nbdkit_error ("cos: prefix=: longer than 1000 bytes");
+          return -1;
+        }
       free (prefix);
       prefix = strndup (value, n);
       if (prefix == NULL)
@@ -950,10 +958,15 @@ cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
             = s3_xml_next (io.text, io.text_len, &pos, "Key", got, sizeof got))
            == 1)
       {
-        const char *name = got + (prefix[0] ? strlen (prefix) + 1 : 0);
+        size_t plen = prefix[0] ? strlen (prefix) + 1 : 0;
+        const char *name = got + plen;
         char *end;
         uint64_t idx;
-        if (strlen (got) < strlen (name) || strlen (name) != 16)
+        /* Only PREFIX/ followed by 16 hex digits is an object. */
+        if (strlen (got) != plen + 16
+            || (plen
+                && (strncmp (got, prefix, plen - 1) != 0
+                    || got[plen - 1] != '/')))
           continue;
         idx = strtoull (name, &end, 16);
         if (*end != '\0' || idx < next)

@@ -116,11 +116,9 @@ sigv4_sha256_hex (const void *data, size_t len, char *hex)
 void
 sigv4_md5_hex (const void *data, size_t len, char *hex)
 {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned n;
+  char b64[32];
 
-  digest (EVP_md5 (), data, len, d, &n);
-  to_hex (d, n, hex);
+  sigv4_md5_hex_base64 (data, len, hex, b64);
 }
 
 void
@@ -137,11 +135,9 @@ sigv4_md5_hex_base64 (const void *data, size_t len, char *hex, char *b64)
 void
 sigv4_md5_base64 (const void *data, size_t len, char *b64)
 {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned n;
+  char hex[33];
 
-  digest (EVP_md5 (), data, len, d, &n);
-  EVP_EncodeBlock ((unsigned char *)b64, d, n); /* 24 chars + NUL */
+  sigv4_md5_hex_base64 (data, len, hex, b64);
 }
 
 static bool

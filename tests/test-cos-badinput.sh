@@ -52,6 +52,8 @@ refused 'endpoint=.*: expected .*with no path' \
 refused 'cos: retries=x: not a number' "$ep" bucket=vol retries=x
 refused 'connections=0: must be between 1 and 1024' "$ep" bucket=vol connections=0
 refused "unknown parameter 'colour'" "$ep" bucket=vol colour=blue
+refused 'prefix=: longer than 1000 bytes' "$ep" bucket=vol \
+  prefix="$(printf 'p%.0s' $(seq 1001))"
 refused 'create=true needs size=' "$ep" bucket=vol create=true "${creds[@]}"
 refused 'no credentials' "$ep" bucket=vol
 refused 'secret-key=.*|No such file' "$ep" bucket=vol access-key=x \

@@ -49,6 +49,7 @@
 
 #include <libnbd.h>
 
+#include "common.h" /* get64, put32, put64 */
 #include "crc32c.h"
 
 #define MAGIC "HHCVRFY1"
@@ -92,22 +93,6 @@ static struct base *bases; /* nblocks */
 static struct writer *writers;
 static time_t deadline;
 
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++)
-    p[i] = v >> (8 * i);
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
 static uint64_t
 mix (uint64_t x)
 {
@@ -136,9 +121,7 @@ make_block (unsigned char *b, uint64_t lba, uint32_t writer, uint64_t seq,
       x = x * 6364136223846793005ULL + 1442695040888963407ULL;
       put64 (b + i, x);
     }
-  uint32_t c = crc32c (0, b, bs - 4);
-  for (int i = 0; i < 4; i++)
-    b[bs - 4 + i] = c >> (8 * i);
+  put32 (b + bs - 4, crc32c (0, b, bs - 4));
 }
 
 static struct nbd_handle *
