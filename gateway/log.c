@@ -35,6 +35,10 @@
 #define POS_OLDER 0x80000000u /* an older entry of the LBA may be on disk */
 #define POS_MASK 0x7fffffffu
 #define MAX_SEQ (UINT64_C (1) << 62) /* sequence numbers stay below */
+/* The largest region used (the ring has a slot per ALIGN bytes of it
+ * and counts them in 32 bits); a bigger device is used only up to it.
+ */
+#define MAX_REGION (UINT64_C (1) << 43)
 
 HHC_VECTOR (u64_vec, uint64_t)
 HHC_VECTOR (u32_vec, uint32_t)
@@ -67,6 +71,11 @@ struct buf {
   uint64_t *lbas;
   uint32_t *keys;
   uint32_t nblocks;
+  uint32_t limit; /* blocks it may take (max_blocks, less for reclaim) */
+  /* A reclaim buffer takes only entries of this ring slot (the head's),
+   * LOG_NONE for a normal one.
+   */
+  uint32_t reclaim_from;
   struct u64_vec revokes;
   struct u32_vec deaths; /* ring slots an entry here superseded */
   uint64_t seq;
@@ -742,6 +751,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       log->region_size = min_size > LOG_REGION_OFF
                              ? (min_size - LOG_REGION_OFF) / ALIGN * ALIGN
                              : 0;
+      log->region_size = HHC_MIN (log->region_size, MAX_REGION);
       hhc_make_uuid (log->uuid);
       memcpy (log->cache_uuid, cache_uuid, 16);
       log->hint_off = 0;
@@ -780,9 +790,26 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
          && (uint64_t)(log->nbufs + 3) * log->reserve > log->region_size)
     log->nbufs--;
   uint64_t need = 5 * log->reserve;
+  /* What a superblock records is checked before any sum with it: a
+   * region of 2^64 - 64 KiB wrapped LOG_REGION_OFF + region_size to 0,
+   * passed the size check, and log_start tried to allocate a ring of
+   * 2^32 entries (fuzz-log, in CI).
+   */
+  if (nvalid
+      && (log->region_size % ALIGN || log->region_size > MAX_REGION
+          || log->hint_off >= log->region_size))
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               "log %s: superblock is corrupt (region of %" PRIu64
+               " bytes, head at %" PRIu64 ")",
+               log->m[0].dev->name, log->region_size, log->hint_off);
+      r = EINVAL;
+      goto fail;
+    }
   for (unsigned i = 0; i < log->nm; i++)
     if (log->region_size < need || log->region_size % ALIGN
-        || log->m[i].dev->size < LOG_REGION_OFF + log->region_size
+        || log->m[i].dev->size < LOG_REGION_OFF
+        || log->m[i].dev->size - LOG_REGION_OFF < log->region_size
         || log->hint_off >= log->region_size)
       {
         hhc_log (conf->log, HHC_LOG_ERROR,
@@ -1053,6 +1080,8 @@ make_current (struct hhc_log *log, struct buf *b, uint64_t reserve)
 
   b->seq = log->next_seq++;
   b->nblocks = 0;
+  b->limit = log->max_blocks;
+  b->reclaim_from = LOG_NONE;
   b->barrier = false;
   b->revokes.len = 0;
   b->deaths.len = 0;
@@ -1159,7 +1188,12 @@ log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
   struct buf *b = log->cur;
 
   e->lba = lba;
-  if (b == NULL || log->healthy == 0)
+  /* A reclaim buffer is only for the head's blocks: other writes in it
+   * would use the room it was made for and free nothing (then the log
+   * stayed jammed); they wait unlogged for the next normal buffer.
+   */
+  if (b == NULL || log->healthy == 0
+      || (b->reclaim_from != LOG_NONE && e->seg != b->reclaim_from))
     {
       set_unlogged (log, key, true);
       return;
@@ -1189,7 +1223,7 @@ log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
   e->pos = pos | older;
   chain_add (log, key, ring);
   log->ring[ring].live++;
-  if (b->nblocks == log->max_blocks)
+  if (b->nblocks >= b->limit)
     seal (log);
 }
 
@@ -1402,6 +1436,23 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   return crc;
 }
 
+/* Bytes the live entries of the written segments would take if copied
+ * (lock held).
+ */
+static uint64_t
+live_bytes (struct hhc_log *log)
+{
+  uint64_t n = 0;
+
+  for (uint64_t q = log->head_seq; q < log->written_seq; q++)
+    {
+      uint32_t l = ring_of (log, q)->live;
+      if (l)
+        n += (uint64_t)l * log->bs + hdr_len_for (l, 0);
+    }
+  return n;
+}
+
 /* Relog the keys of the head segment when space is short and the head
  * holds little live data (active reclaim; lock held, dropped).
  */
@@ -1431,15 +1482,27 @@ active_reclaim (struct hhc_log *log)
   if (jammed)
     {
       /* No room for a normal buffer: copying pays if the head holds
-       * less live data than its length; a buffer may use the room kept
-       * for reclaim.
+       * less live data than its length, and also when it is all live
+       * but the log as a whole is at most half live: the copy costs
+       * what it frees, and the head moves on towards the dead entries
+       * (a backend outage leaves blocks written once, never written
+       * back, at the head: with nothing else, every FLUSH then waited
+       * for the backend).  The buffer holds only the head's live
+       * blocks, so its segment (and the waste of a wrap before it)
+       * fits in what is left, where a whole segment's reservation
+       * did not; it may use the room kept for reclaim.
        */
-      if (live >= gain || log->freelist == NULL
-          || !room_for (log, 2 * log->reserve + EMERGENCY))
+      uint32_t nb = HHC_MIN (HHC_MIN (g->live, 64u), log->max_blocks);
+      uint64_t res = HHC_ROUND_UP ((uint64_t)nb * log->bs, ALIGN)
+                     + hdr_len_for (nb, log->rev_cap);
+      if ((live >= gain && live_bytes (log) * 2 > log->region_size)
+          || log->freelist == NULL || !room_for (log, 2 * res + EMERGENCY))
         return false;
       struct buf *f = log->freelist;
       log->freelist = f->next;
-      make_current (log, f, log->reserve);
+      make_current (log, f, res);
+      f->limit = HHC_MAX (nb, 1u);
+      f->reclaim_from = log->head_seq % log->ring_cap;
       if (log->pending_rev.len > 0)
         seal (log);
       if (log->cur == NULL)
@@ -1833,7 +1896,8 @@ relog_unlogged (struct hhc_log *log)
         for (;;)
           {
             hhc_lock (&log->lock);
-            while (log->cur == NULL && log->healthy > 0)
+            while ((log->cur == NULL || log->cur->reclaim_from != LOG_NONE)
+                   && log->healthy > 0)
               pthread_cond_wait (&log->buf_cv, &log->lock);
             bool todo = is_unlogged (log, k) && log->healthy > 0;
             uint64_t lba = log->keys[k].lba;

@@ -783,6 +783,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_blocks = ls.blocks;
       c->log_revokes = ls.revokes;
       c->log_relogged = ls.relogged;
+      c->log_reclaimed = ls.reclaimed;
       c->log_full_waits = ls.full_waits;
       c->log_used = ls.used;
       c->log_region = ls.region_size;

@@ -67,6 +67,7 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "crc32c.h"
 #include "membackend.h"
 #include "volume_int.h"
 
@@ -1947,6 +1948,25 @@ test_refusals (void **state)
   tdev_free (&small);
   a.conf.log_devs[0] = a.logs[0].pd;
 
+  /* A superblock (crc right) whose region wraps LOG_REGION_OFF +
+   * region_size to 0: refused as corrupt, before the ring of 2^32
+   * slots that it asked for is allocated (found by fuzz-log in CI).
+   */
+  {
+    unsigned char saved[8192], sb[4096];
+    assert_int_equal (dev_pread (a.logs[0].cd, saved, sizeof saved, 0), 0);
+    for (unsigned copy = 0; copy < 2; copy++)
+      {
+        memcpy (sb, saved + copy * 4096, sizeof sb);
+        put64 (sb + 56, -(uint64_t)LOG_REGION_OFF);
+        put32 (sb + 4092, crc32c (0, sb, 4092));
+        assert_int_equal (dev_pwrite (a.logs[0].cd, sb, sizeof sb, copy * 4096),
+                          0);
+      }
+    assert_int_equal (env_try_open (&a), EINVAL);
+    assert_int_equal (dev_pwrite (a.logs[0].cd, saved, sizeof saved, 0), 0);
+  }
+
   /* Mode hhc without a log, and a log in another mode. */
   a.conf.nlogs = 0;
   assert_int_equal (hhc_open (&a.conf, &pbe_ops, &a.info, &vol), EINVAL);
@@ -2093,6 +2113,104 @@ test_full_log (void **state)
   power_destroy (&pw);
 }
 
+/* A backend outage under a load that overwrites a small working set
+ * with a FLUSH every 8 writes: nothing can be written back, so the
+ * log fills with entries of which only the newest per block are live
+ * (far less than the region).  Active reclaim must keep making room:
+ * every FLUSH completes while the backend is down (a FLUSH waited for
+ * the backend in the outage campaign: the head segment was all live,
+ * so copying it "gained" nothing and reclaim gave up).
+ */
+#define OUT_WS 48       /* blocks in the working set: 192 KiB */
+#define OUT_ROUNDS 3000 /* writes */
+
+struct out_arg {
+  struct env *e;
+  uint64_t seed;
+  int err;
+  unsigned flushes;
+  uint64_t last[OUT_WS];
+};
+
+static void *
+out_thread (void *p)
+{
+  struct out_arg *a = p;
+  unsigned char blk[BS];
+
+  for (unsigned i = 0; i < OUT_ROUNDS && a->err == 0; i++)
+    {
+      /* A hot quarter takes half the writes. */
+      uint64_t r = test_rand (&a->seed);
+      uint64_t l = r & 1 ? (r >> 1) % (OUT_WS / 4) : (r >> 1) % OUT_WS;
+      a->last[l] = 1000 + i;
+      pattern_fill (blk, l, 0, SECTORS, a->last[l]);
+      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * BS, false);
+      if (a->err == 0 && i % 8 == 7)
+        {
+          a->err = hhc_flush (a->e->vol, &a->e->be);
+          a->flushes++;
+        }
+    }
+  if (a->err == 0)
+    a->err = hhc_flush (a->e->vol, &a->e->be);
+  return NULL;
+}
+
+static void
+test_outage_flush (void **state)
+{
+  struct env e;
+  pthread_t th;
+  struct out_arg arg;
+  struct hhc_counts c;
+
+  /* A 640 KiB log region: 3.3 times the working set. */
+  env_init (&e, OUT_WS + 16, 256, 1, LOG_REGION_OFF + 640 * KiB);
+  e.conf.log_buffers = 2;
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  arg = (struct out_arg){ .e = &e, .seed = 77 };
+  assert_int_equal (pthread_create (&th, NULL, out_thread, &arg), 0);
+  if (!test_join (th, (SANITIZED ? 300 : 60) * 1000))
+    {
+      c = counts (&e);
+      /* Leaves the volume and its threads behind (hence near the end). */
+      fail_msg ("HANG: a FLUSH during a backend outage did not finish "
+                "after %u of them (%llu dirty, %llu full waits, %llu "
+                "reclaimed, log %llu of %llu bytes used)",
+                arg.flushes, (unsigned long long)c.dirty,
+                (unsigned long long)c.log_full_waits,
+                (unsigned long long)c.log_reclaimed,
+                (unsigned long long)c.log_used,
+                (unsigned long long)c.log_region);
+    }
+  assert_int_equal (arg.err, 0);
+  c = counts (&e);
+  printf (
+      "outage: %u writes, %u flushes, %llu dirty, %llu segments, %llu "
+      "reclaimed, %llu full waits, %llu relogged\n",
+      OUT_ROUNDS, arg.flushes + 1, (unsigned long long)c.dirty,
+      (unsigned long long)c.log_segments, (unsigned long long)c.log_reclaimed,
+      (unsigned long long)c.log_full_waits, (unsigned long long)c.log_relogged);
+  assert_int_equal (c.writeback_blocks, 0);
+  /* The last FLUSH covered everything: the SSD is lost, the log is
+   * replayed into the backend (back now).
+   */
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_close (&e);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < OUT_WS; l++)
+    if (arg.last[l] && !backend_has (&e, l, arg.last[l]))
+      fail_msg ("outage, SSD lost after the last FLUSH: block %llu holds "
+                "version %lld, expected %llu",
+                (unsigned long long)l, (long long)backend_version (&e, l),
+                (unsigned long long)arg.last[l]);
+  env_close (&e);
+  env_free (&e);
+}
+
 /* Closing with the log full: the flusher is stopped first, so the
  * close's barrier must not wait for write-back that never comes.
  */
@@ -2164,7 +2282,8 @@ main (void)
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_random_crashes),
-    cmocka_unit_test (test_full_log), /* last: a hang leaves threads */
+    cmocka_unit_test (test_outage_flush), /* a hang leaves threads */
+    cmocka_unit_test (test_full_log),     /* last: a hang leaves threads */
     cmocka_unit_test (test_close_full_log),
   };
   test_filter_from_env ();
