@@ -40,6 +40,12 @@
 #define COMMIT_CHUNK 256        /* pages snapshotted and written at a time */
 #define STATE_MAGIC 0x54534848u /* "HHST" */
 #define STATE_OFF CACHE_PAGE    /* two state pages after the superblock */
+/* Commit and state sequences stay below this (2^62 commits take
+ * millennia); a copy claiming more is corrupt: its successor's number
+ * would wrap past 2^64 to "older than everything" and every later
+ * commit would lose to it at load (found by fuzz-cache).
+ */
+#define MAX_SEQ (UINT64_C (1) << 62)
 
 static uint64_t
 layout_data_off (uint32_t nslots, uint32_t block_size, uint32_t *npages,
@@ -240,7 +246,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
       put32 (pg + 24, 0);
       c->state_seq[i] = 0;
       if (get32 (pg) == STATE_MAGIC && memcmp (pg + 16, c->uuid, 8) == 0
-          && crc32c (0, pg, CACHE_PAGE) == crc)
+          && crc32c (0, pg, CACHE_PAGE) == crc && get64 (pg + 8) < MAX_SEQ)
         {
           c->state_seq[i] = get64 (pg + 8);
           st[i] = get32 (pg + 4);
@@ -381,7 +387,7 @@ page_valid (struct hhc_cache *c, uint32_t p, unsigned char *buf)
   if (crc32c (0, buf, CACHE_PAGE) != crc)
     return 0;
   put32 (buf + 24, crc);
-  return get64 (buf + 8);
+  return get64 (buf + 8) < MAX_SEQ ? get64 (buf + 8) : 0;
 }
 
 /* Chain a slot onto a free list (free lock held). */

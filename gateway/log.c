@@ -2043,3 +2043,136 @@ log_mirror_name (struct hhc_log *log, unsigned i, bool *failed)
   *failed = log->m[i].failed;
   return log->m[i].dev->name;
 }
+
+/* ---- read-only inspection (hhcctl check) ---- */
+
+/* crc32c of a segment of total bytes (header and data) at phys whose
+ * first header block is h (crc field zeroed), read in chunks.
+ */
+static int
+segment_crc (struct hhc_log *log, struct mirror *m, const unsigned char *h,
+             uint64_t phys, uint64_t total, uint32_t *crcp)
+{
+  const size_t chunk = 1024 * 1024;
+  HHC_CLEANUP_FREE unsigned char *big = hhc_alloc_aligned (chunk);
+  uint32_t crc = crc32c (0, h, ALIGN);
+  int r;
+
+  if (big == NULL)
+    return ENOMEM;
+  for (uint64_t done = ALIGN; done < total;)
+    {
+      uint64_t n = HHC_MIN ((uint64_t)chunk, total - done);
+      uint64_t rd = HHC_ROUND_UP (n, 512);
+      if (phys + done + rd > log->region_size)
+        return EILSEQ;
+      if ((r = dev_pread (m->dev, big, rd, LOG_REGION_OFF + phys + done)) != 0)
+        return r;
+      crc = crc32c (crc, big, n);
+      done += n;
+    }
+  *crcp = crc;
+  return 0;
+}
+
+int
+log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
+                     struct log_seg_desc *d)
+{
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (ALIGN);
+  uint32_t nb, crc;
+  int r;
+
+  if (i >= log->nm || off % ALIGN || off + ALIGN > log->region_size)
+    return EINVAL;
+  if (h == NULL)
+    return ENOMEM;
+  if ((r = dev_pread (log->m[i].dev, h, ALIGN, LOG_REGION_OFF + off)) != 0)
+    return r;
+  if (memcmp (h, LOG_SEG_MAGIC, 8) != 0 || memcmp (h + 48, log->uuid, 16) != 0
+      || get64 (h + 40) != off / ALIGN)
+    return ENOENT;
+  nb = get32 (h + 28);
+  *d = (struct log_seg_desc){
+    .seq = get64 (h + 8),
+    .base = get64 (h + 16),
+    .off = off,
+    .flags = get32 (h + 24),
+    .nblocks = nb,
+    .nrevokes = get32 (h + 32),
+    .crc = get32 (h + 80),
+    .prev_crc = get32 (h + 84),
+  };
+  if (!header_ok (log, h, d->seq, off))
+    return EILSEQ;
+  d->len = get32 (h + 36) + data_len_for (log, nb);
+  put32 (h + 80, 0);
+  r = segment_crc (log, &log->m[i], h, off,
+                   get32 (h + 36) + (uint64_t)nb * log->bs, &crc);
+  if (r)
+    return r;
+  return crc == d->crc ? 0 : EILSEQ;
+}
+
+int
+log_inspect_chain (struct hhc_log *log, unsigned i, struct log_chain_desc *c)
+{
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (ALIGN);
+  struct scan s;
+  int r;
+
+  memset (c, 0, sizeof *c);
+  c->last_barrier = -1;
+  c->end_seq = log->hint_seq;
+  c->end_off = log->hint_off;
+  if (i >= log->nm)
+    return EINVAL;
+  if (h == NULL)
+    return ENOMEM;
+  if (log->m[i].blank)
+    return 0;
+  r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s);
+  if (r == 0 && (c->segs = calloc (s.segs.len + 1, sizeof *c->segs)) == NULL)
+    r = ENOMEM;
+  for (size_t k = 0; r == 0 && k < s.segs.len; k++)
+    {
+      const struct seg_info *si = &s.segs.ptr[k];
+      uint64_t phys = si->lpos % log->region_size;
+      r = dev_pread (log->m[i].dev, h, ALIGN, LOG_REGION_OFF + phys);
+      c->segs[k] = (struct log_seg_desc){
+        .seq = si->seq,
+        .base = si->base,
+        .off = phys,
+        .len = si->hdr_len + data_len_for (log, si->nblocks),
+        .flags = si->flags,
+        .nblocks = si->nblocks,
+        .nrevokes = si->nrevokes,
+        .crc = get32 (h + 80),
+        .prev_crc = get32 (h + 84),
+      };
+    }
+  if (r == 0)
+    {
+      c->n = s.segs.len;
+      c->last_barrier = s.last_barrier;
+      c->end_seq = s.end_seq;
+      c->end_off = s.end_lpos % log->region_size;
+    }
+  else
+    {
+      free (c->segs);
+      c->segs = NULL;
+    }
+  scan_free (&s);
+  return r;
+}
+
+void
+log_inspect_geometry (struct hhc_log *log, uint64_t *region_size,
+                      uint64_t *head_off, uint64_t *head_seq, unsigned *best)
+{
+  *region_size = log->region_size;
+  *head_off = log->hint_off;
+  *head_seq = log->hint_seq;
+  *best = log->best;
+}

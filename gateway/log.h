@@ -179,4 +179,49 @@ void log_get_stats (struct hhc_log *log, struct log_stats *s);
 /* Health of mirror i (name, failed). */
 const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
 
+/* ---- read-only inspection (hhcctl check), after log_open and before
+ * log_start: nothing is written ----
+ */
+
+/* A segment as a mirror holds it.  off: where its header is, in bytes
+ * from the start of the region; len: header and data (4 KiB multiple).
+ */
+struct log_seg_desc {
+  uint64_t seq, base, off, len;
+  uint32_t flags, nblocks, nrevokes;
+  uint32_t crc;      /* its crc32c (as its header records it) */
+  uint32_t prev_crc; /* the chain link: crc of the segment before it */
+};
+
+/* The chain that replay follows on mirror i (the scan log_open did:
+ * from the head hint while sequence, link and checksums verify; wrap
+ * markers are not listed), and where it ends: the sequence number and
+ * region offset of the next segment, which is missing or bad.
+ */
+struct log_chain_desc {
+  struct log_seg_desc *segs; /* n, malloc'd: the caller frees it */
+  size_t n;
+  long last_barrier; /* index in segs, -1: none */
+  uint64_t end_seq, end_off;
+};
+int log_inspect_chain (struct hhc_log *log, unsigned i,
+                       struct log_chain_desc *c);
+
+/* The segment whose header would be at off (a 4 KiB multiple) in the
+ * region of mirror i, whatever its sequence number: 0 if it is a whole
+ * segment of this log (d filled); ENOENT if no header of this log is
+ * there; EILSEQ if the header is of this log but the segment is
+ * damaged (impossible lengths, or the checksum fails: d filled from
+ * the header, len 0 if the lengths are impossible); or an I/O errno.
+ */
+int log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
+                         struct log_seg_desc *d);
+
+/* Region size, the head hint (offset in the region, sequence number)
+ * and the mirror replay reads from.
+ */
+void log_inspect_geometry (struct hhc_log *log, uint64_t *region_size,
+                           uint64_t *head_off, uint64_t *head_seq,
+                           unsigned *best);
+
 #endif /* HHC_LOG_H */

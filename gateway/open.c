@@ -806,6 +806,21 @@ hhc_ram_per_block (struct hhc_volume *vol)
   return bytes / n;
 }
 
+/* [[le_us, count], ...], cumulative, up to 2^26 us (67 s). */
+static json_t *
+hist_json (const struct hhc_hist *h)
+{
+  enum { N = 25 };
+  uint64_t edges[N], counts[N];
+  json_t *a = json_array ();
+
+  hist_cumulative (h, N, edges, counts);
+  for (unsigned i = 0; a && i < N; i++)
+    json_array_append_new (
+        a, json_pack ("[I,I]", (json_int_t)edges[i], (json_int_t)counts[i]));
+  return a;
+}
+
 char *
 hhc_stats_json (struct hhc_volume *vol)
 {
@@ -850,6 +865,7 @@ hhc_stats_json (struct hhc_volume *vol)
                        json_integer (stat_get (&s->log_fallbacks)));
   json_object_set_new (o, "flushes", json_integer (c.flushes));
   json_object_set_new (o, "flush_latency_us", lat);
+  json_object_set_new (o, "flush_latency_buckets", hist_json (&s->flush_lat));
   json_object_set_new (o, "ram_bytes_per_block",
                        json_real (hhc_ram_per_block (vol)));
   if (vol->log)

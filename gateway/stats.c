@@ -59,6 +59,23 @@ hist_quantile (const struct hhc_hist *h, double q)
   return bucket_upper (HIST_BUCKETS - 1);
 }
 
+void
+hist_cumulative (const struct hhc_hist *h, unsigned n, uint64_t *edges,
+                 uint64_t *counts)
+{
+  uint64_t seen = 0;
+
+  for (unsigned b = 0, i = 0; b < HIST_BUCKETS && i < n; b++)
+    {
+      seen += __atomic_load_n (&h->b[b], __ATOMIC_RELAXED);
+      if (b % 4 == 3)
+        {
+          edges[i] = bucket_upper (b);
+          counts[i++] = seen;
+        }
+    }
+}
+
 int
 stats_write_file (const char *path, const char *text)
 {

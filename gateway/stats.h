@@ -40,6 +40,13 @@ void hist_add (struct hhc_hist *h, uint64_t us);
 /* The q-quantile (0..1) in microseconds (upper edge of its bucket). */
 uint64_t hist_quantile (const struct hhc_hist *h, double q);
 
+/* Cumulative counts at power-of-two edges: edges[i] = 2^(i+2) - 1 us
+ * and counts[i] = latencies <= edges[i], for i < n (at most
+ * HIST_BUCKETS / 4).  A fixed set, as Prometheus wants.
+ */
+void hist_cumulative (const struct hhc_hist *h, unsigned n, uint64_t *edges,
+                      uint64_t *counts);
+
 /* Write text to path atomically (temp file + rename). */
 int stats_write_file (const char *path, const char *text);
 

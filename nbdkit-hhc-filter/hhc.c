@@ -20,6 +20,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "control.h"
 #include "dev.h"
 #include "hhc.h"
 #include "next-backend.h"
@@ -68,6 +69,7 @@ hhc_unload (void)
   free (cache_path);
   free (stats_path);
   free (backend_id);
+  control_free ();
   for (unsigned i = 0; i < conf.nlogs; i++)
     free ((char *)conf.log_paths[i]);
 }
@@ -308,6 +310,15 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
     return parse_bool (key, value, &conf.direct);
   if (strcmp (key, "stats") == 0)
     return set_path (&stats_path, value);
+  if (strcmp (key, "control") == 0)
+    {
+      char *path = NULL;
+      int r = set_path (&path, value);
+      if (r == 0)
+        r = control_set_path (path);
+      free (path);
+      return r;
+    }
   if (strcmp (key, "writeback-threads") == 0)
     return parse_uint (key, value, 1, 64, &conf.writeback_threads);
   return next (nxdata, key, value);
@@ -371,6 +382,7 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "backend-id=STRING       Identity the cache is tied to.\n"                   \
   "direct=BOOL             O_DIRECT on the cache device.\n"                    \
   "stats=FILE              JSON statistics, rewritten once a second.\n"        \
+  "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \
   "writeback-threads=N     Backend writes in flight (default 4)."
 
 /* Open and lock the cache device before nbdkit forks, so that a
@@ -422,12 +434,13 @@ hhc_after_fork (nbdkit_backend *backend)
       nbdkit_error ("hhc: starting the cache: %s", strerror (r));
       return -1;
     }
-  return 0;
+  return control_start (vol, bg_next);
 }
 
 static void
 hhc_cleanup (nbdkit_backend *backend)
 {
+  control_stop ();
   if (vol)
     hhc_close (vol);
   vol = NULL;
