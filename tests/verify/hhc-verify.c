@@ -110,18 +110,60 @@ make_block (unsigned char *b, uint64_t lba, uint32_t writer, uint64_t seq,
             uint64_t r)
 {
   uint64_t x = mix (lba ^ mix (seq ^ mix (r + writer)));
+  unsigned char t[8];
+  uint32_t i;
 
   memcpy (b, MAGIC, 8);
   put64 (b + 8, lba);
   put64 (b + 16, writer);
   put64 (b + 24, seq);
   put64 (b + 32, r);
-  for (uint32_t i = HDR; i + 8 <= bs - 4; i += 8)
+  /* Every byte up to the crc: bs - 4 - HDR is 4 more than a multiple of
+   * 8, and a tail left as it was would be whatever malloc gave this
+   * buffer (the writer's and the checker's differ: every block fails).
+   */
+  for (i = HDR; i < bs - 4; i += 8)
     {
       x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      put64 (b + i, x);
+      put64 (t, x);
+      memcpy (b + i, t, HHC_MIN (8u, bs - 4 - i));
     }
   put32 (b + bs - 4, crc32c (0, b, bs - 4));
+}
+
+/* Where block LBA as read (got) differs from the block its header
+ * names (want): the first and last differing byte, how many differ, and
+ * 16 bytes of each from the first difference.
+ */
+static void
+diff_block (uint64_t lba, const unsigned char *got, const unsigned char *want)
+{
+  uint32_t first = bs, last = 0, n = 0;
+
+  for (uint32_t i = 0; i < bs; i++)
+    if (got[i] != want[i])
+      {
+        if (first == bs)
+          first = i;
+        last = i;
+        n++;
+      }
+  if (first == bs)
+    return;
+  fprintf (stderr,
+           "hhc-verify: block %" PRIu64 ": %" PRIu32 " of %" PRIu32
+           " bytes differ, first at %" PRIu32 ", last at %" PRIu32
+           " (header lba %" PRIu64 ")\n",
+           lba, n, bs, first, last, get64 (got + 8));
+  for (int k = 0; k < 2; k++)
+    {
+      const unsigned char *p = k ? got : want;
+      fprintf (stderr, "hhc-verify:   %s @%" PRIu32 ":", k ? "got " : "want",
+               first);
+      for (uint32_t i = first; i < first + 16 && i < bs; i++)
+        fprintf (stderr, " %02x", p[i]);
+      fprintf (stderr, "\n");
+    }
 }
 
 static struct nbd_handle *
@@ -431,7 +473,11 @@ do_check (const char *journal, const char *state_out)
           wr = get64 (b + 16);
           make_block (want, lba, wr, seq, r);
           if (memcmp (b, want, bs) != 0)
-            why = "corrupt: not a block written to this LBA";
+            {
+              why = "corrupt: not a block written to this LBA";
+              if (corrupt == 0)
+                diff_block (lba, b, want);
+            }
           else if (r == run)
             {
               bool issued = false;
