@@ -753,6 +753,17 @@ reload (void)
       msg ("reload: %s (the running configuration is kept)", err);
       return;
     }
+  /* Volumes that stop or restart and ask for it are drained first,
+   * without the lock (a drain takes as long as the backend needs; only
+   * this thread changes vols).
+   */
+  for (size_t j = 0; j < nvols; j++)
+    {
+      const struct gw_volume *nv = gw_config_find (&next, vols[j].v->name);
+      if (vols[j].v->drain_on_stop && vols[j].state == V_RUNNING
+          && (nv == NULL || !gw_volume_equal (nv, vols[j].v)))
+        drain_volume (&vols[j]);
+    }
   pthread_mutex_lock (&lock);
   apply (&next); /* paths still from the running run_dir */
   old = cfg;
