@@ -1930,9 +1930,15 @@ log_barrier_begin (struct hhc_log *log, uint64_t *ticket)
   HHC_SCOPED_LOCK (&log->lock);
   if (log->healthy == 0)
     return EIO;
-  /* Nothing new since the last barrier? */
-  if (log->cur && log->cur->nblocks == 0 && log->cur->revokes.len == 0
-      && log->qhead == NULL && !log->writer_busy
+  /* Nothing new since the last barrier?  Also with no current buffer
+   * (the log full of live entries, waiting for write-back): a ticket
+   * for the next buffer would wait for room that only write-back
+   * makes, for nothing (fuzz-log hung so; a FLUSH during a backend
+   * outage waited for the backend).
+   */
+  if ((log->cur == NULL
+       || (log->cur->nblocks == 0 && log->cur->revokes.len == 0))
+      && log->pending_rev.len == 0 && log->qhead == NULL && !log->writer_busy
       && log->durable_barrier + 1 == log->written_seq)
     return 0;
   *ticket = log->cur ? log->cur->seq : log->next_seq;
