@@ -27,6 +27,11 @@
 #   stop_nbdkit PIDFILE          SIGTERM, wait for a clean exit
 #   kill9_nbdkit PIDFILE         SIGKILL, wait until the PID is gone
 #   nbd_uri SOCKET               print nbd+unix:///?socket=SOCKET
+#   free_port                    print a TCP port of 127.0.0.1 free now
+#   start_gateway BIN CONFIG     run hhc-gateway BIN -c CONFIG in the
+#                                background, messages in $tmp/gateway.log
+#                                (printed if the test fails); sets
+#                                $gw_pid; SIGTERM (then SIGKILL) at exit
 #   nbdsh_u SOCKET ARGS...       nbdsh connected to SOCKET
 #   qemu_io_u SOCKET ARGS...     qemu-io (raw, no FUA) on SOCKET
 #   expect_fail_with REGEX CMD...
@@ -223,6 +228,32 @@ _hhc_pid_for ()
     fail "no nbdkit was started by this test with pidfile $pidfile"
   fi
   echo "$pid"
+}
+
+free_port ()
+{
+  python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+_hhc_stop_gateway ()
+{
+  if kill -0 "$gw_pid" 2>/dev/null; then
+    kill -TERM "$gw_pid"
+    _hhc_wait_gone "$gw_pid" 60 || kill -9 "$gw_pid"
+  fi
+  wait "$gw_pid" 2>/dev/null || true
+}
+
+start_gateway ()
+{
+  : "${tmp:?start_gateway: call make_tmpdir first}"
+  "$1" -c "$2" </dev/null >"$tmp/gateway.log" 2>&1 &
+  gw_pid=$!
+  cleanup_fn _hhc_print_log_if_failed "$tmp/gateway.log"
+  cleanup_fn _hhc_stop_gateway
 }
 
 nbd_uri ()

@@ -12,10 +12,6 @@ make_tmpdir
 gateway=$abs_top_builddir/appliance/hhc-gateway
 [ -x "$gateway" ] || fail "$gateway: not built"
 
-free_port ()
-{
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 nbd_port=$(free_port)
 http_port=$(free_port)
 truncate -s 16M "$tmp/a.img"
@@ -34,18 +30,7 @@ cat >"$tmp/gateway.json" <<EOF
   ]
 }
 EOF
-"$gateway" -c "$tmp/gateway.json" </dev/null >"$tmp/gateway.log" 2>&1 &
-gw_pid=$!
-stop_gateway ()
-{
-  if kill -0 "$gw_pid" 2>/dev/null; then
-    kill -TERM "$gw_pid"
-    _hhc_wait_gone "$gw_pid" 60 || kill -9 "$gw_pid"
-  fi
-  wait "$gw_pid" 2>/dev/null || true
-}
-cleanup_fn _hhc_print_log_if_failed "$tmp/gateway.log"
-cleanup_fn stop_gateway
+start_gateway "$gateway" "$tmp/gateway.json"
 
 tls_uri="nbds://alice@127.0.0.1:$nbd_port/a?tls-psk-file=$tmp/keys.psk"
 serves ()

@@ -22,10 +22,6 @@ start_s3rver vols
 printf '%s\n%s\n' "$s3_access_key" "$s3_secret_key" >"$tmp/cos.cred"
 chmod 600 "$tmp/cos.cred"
 
-free_port ()
-{
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 nbd_port=$(free_port)
 http_port=$(free_port)
 truncate -s 32M "$tmp/a.img" "$tmp/c.img"
@@ -69,18 +65,7 @@ EOF
 write_config 2
 "$gateway" -c "$tmp/gateway.json" --check | grep -q ': ok, 2 volumes' ||
   fail "--check did not accept the config"
-"$gateway" -c "$tmp/gateway.json" </dev/null >"$tmp/gateway.log" 2>&1 &
-gw_pid=$!
-stop_gateway ()
-{
-  if kill -0 "$gw_pid" 2>/dev/null; then
-    kill -TERM "$gw_pid"
-    _hhc_wait_gone "$gw_pid" 60 || kill -9 "$gw_pid"
-  fi
-  wait "$gw_pid" 2>/dev/null || true
-}
-cleanup_fn _hhc_print_log_if_failed "$tmp/gateway.log"
-cleanup_fn stop_gateway
+start_gateway "$gateway" "$tmp/gateway.json"
 
 uri ()
 {
