@@ -161,8 +161,12 @@ int log_barrier (struct hhc_log *log);
  * the barrier is written: begin re-logs unlogged blocks and asks for
  * the barrier; wait waits for it.
  */
-int log_barrier_begin (struct hhc_log *log, uint64_t *ticket);
-int log_barrier_wait (struct hhc_log *log, uint64_t ticket);
+struct log_ticket {
+  uint64_t seq;  /* a barrier at or after this segment; 0: none needed */
+  uint64_t revs; /* and every revoke record up to this count durable */
+};
+int log_barrier_begin (struct hhc_log *log, struct log_ticket *ticket);
+int log_barrier_wait (struct hhc_log *log, const struct log_ticket *ticket);
 
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);

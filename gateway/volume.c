@@ -861,7 +861,8 @@ flush_backend (struct hhc_volume *vol, void *bctx)
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
 {
-  uint64_t t0 = hhc_now_ns (), ticket = 0;
+  uint64_t t0 = hhc_now_ns ();
+  struct log_ticket ticket = { 0 };
   bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
   int r = flush_backend (vol, bctx);
   /* hhc: every dirty block in a synced barrier segment; the log writes
@@ -872,8 +873,8 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
 
   if (r == 0)
     r = r2;
-  if (vol->log && rl == 0 && ticket)
-    rl = log_barrier_wait (vol->log, ticket);
+  if (vol->log && rl == 0 && ticket.seq)
+    rl = log_barrier_wait (vol->log, &ticket);
   if (r == 0 && vol->log)
     {
       r = rl;

@@ -24,12 +24,14 @@ configs=(
   "main||crash anywhere, SSD loss, a mirror lost, restart on the intact SSD"
   "all2|-DALL2=1 -DMAXRUNS=1 -DMAXWB=2|both clients write and trim"
   "mirrors|-DMAXFAIL=2 -DMAXOPS=2|mirrors fail while running, down to none (wbflush)"
+  "emerg|-DEMERG_FULL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|emergency barriers also in a full log, with no ticket owed"
 )
 if [ -n "${HHC_MODEL_FULL:-}" ]; then
   configs+=(
     "mirrors-deep|-DMAXFAIL=2 -DMAXRUNS=1|more operations with failing mirrors"
     "ops4|-DMAXOPS=4 -DMAXRUNS=1|four operations in one run"
     "ops3-wb2|-DMAXWB=2|two write-backs per run"
+    "emerg-main|-DEMERG_FULL|emergency barriers in a full log, two runs"
   )
 fi
 

@@ -11,7 +11,10 @@
  * mirrors; the log writer; the flusher; a crash at any step (every
  * unsynced write to the SSD, the backend and each mirror kept or lost
  * on its own); loss of the SSD; loss of a mirror; restart on the intact
- * SSD; replay from the log when the SSD is lost.
+ * SSD; replay from the log when the SSD is lost.  A FLUSH that finds no
+ * current buffer (no room for one, or the pool exhausted) takes a
+ * ticket without one, and the writer may write an emergency barrier
+ * (make_room) then.
  *
  * Contents are event numbers: event k of block x is its k-th write or
  * trim (0 = the backend's initial data); a write's data is its event
@@ -22,8 +25,9 @@
  * states after a crash do not depend on where the processes were.
  *
  * Deliberate bugs are selected with -DMUT_...; -DFLAW_... puts back a
- * flaw of the protocol as it was first specified (README.md);
- * run-mutants checks that spin finds a counterexample for each.
+ * flaw of the protocol as it was first specified, or (FLAW_EMERG_NOREV)
+ * of log.c without commit 05cba10 (README.md); run-mutants checks that
+ * spin finds a counterexample for each.
  */
 
 #define NLBA 2
@@ -116,6 +120,7 @@ typedef Buf {
   unsigned bar : 1; /* wants / carries the barrier flag */
   unsigned st : 2;  /* B_FREE, B_CUR, B_SEALED */
   unsigned id : 5;  /* allocation order (= seq order) */
+  unsigned rvu : 4; /* rev_upto - rev_durable: records sealed up to it */
 };
 Buf buf[NBUF];
 byte cur;             /* current (open) buffer, or NONE */
@@ -125,7 +130,17 @@ byte nfree;
 byte nextid;
 byte durid;           /* id of the newest durable barrier (durable_barrier) */
 byte spb;             /* barrier buffer written, its sync pending, or NONE */
-byte pendrev;         /* revokes waiting for a buffer (pool exhausted) */
+byte pendrev;         /* revokes waiting for a buffer (none current) */
+/* Fix 6: tickets are (buffer id, revoke records issued).  Record counts
+ * are kept relative to rev_durable (C: they count from the run's start;
+ * here a durable barrier subtracts what it made durable from each, so
+ * rev_durable is always 0 and a count of 0 is satisfied: fewer states,
+ * same comparisons).
+ */
+byte wantid;          /* want_barrier: a barrier with id >= wantid is owed (0: none) */
+byte wantrev;         /* want_revs - rev_durable (0: none owed) */
+byte revctr;          /* rev_issued - rev_durable */
+bool wnb;             /* a segment written since the newest durable barrier */
 byte locb[NLBA];      /* loc[key]: the entry is in buffer locb[x], or NONE... */
 byte locs[NLBA];      /* ...or in the written segment of seq locs[x] (0: none) */
 byte dyseq[NLBA];     /* oldest dead entry of x that must still hold the head */
@@ -168,12 +183,14 @@ byte clst[NCLIENT];   /* client stage */
 byte clx[NCLIENT];    /* trim: its block; flush: the next block to re-log */
 byte clv[NCLIENT];    /* trim: its event */
 byte cltgt[NCLIENT];  /* flush: the barrier buffer id it waits for */
+byte clrev[NCLIENT];  /* flush: ... and ticket.revs - rev_durable (0: done) */
 byte cls0[NCLIENT];   /* flush: what it covers (done[] when issued) */
 byte cls1[NCLIENT];
 byte cdone;           /* clients done */
 byte ststage;         /* starter stage */
 byte stx;
 byte sttgt;
+byte strev;           /* (always 0: no revoke before start-up is over) */
 bool started;         /* hhc_start is over: clients and flusher may run */
 
 /* Ghost state for the properties. */
@@ -203,7 +220,50 @@ hidden byte hbs;
 #define UNLOGGED(x) (cst[x] == S_DIRTY && locb[x] == NONE && locs[x] == 0)
 #define RELOG_OK ((cur != NONE && CNT(cur) < SEGCAP) || nfree > 0)
 #define NDIRTY (ONE(cst[0] == S_DIRTY) + ONE(cst[1] == S_DIRTY))
-#define WORK (qn > 0 || (cur != NONE && (buf[cur].bar || CNT(cur) >= SEGCAP)))
+#define OWED (wantid != 0 || wantrev != 0)
+
+/* Fix 6 (commit 05cba10): a ticket is (buffer id, revoke records
+ * issued); with no current buffer its id is the newest buffer's, not
+ * the next one's; the emergency barrier carries the pending revokes and
+ * is also written when revokes are owed.  FLAW_EMERG_NOREV: log.c
+ * without 05cba10, as after its revert f152c39 (ticket = id only, the
+ * next buffer's with none current; the emergency barrier carries no
+ * revoke).
+ */
+#ifdef FLAW_EMERG_NOREV
+#define REVISSUED 0
+#define NOCUR_TGT nextid
+#define EMERG_WHY wnb
+#else
+#define REVISSUED revctr
+#define NOCUR_TGT (nextid - 1)
+#define EMERG_WHY (wnb || (pendrev != 0 && wantrev != 0))
+#endif
+#ifdef MUT_TICKET_NO_REVS
+#define TICKET_REVS 0
+#else
+#define TICKET_REVS REVISSUED
+#endif
+
+/* When the emergency barrier may be written (room is not modelled):
+ * when a ticket without a buffer is owed, and with EMERG_FULL also when
+ * at most one position is free (C: no room for a normal buffer, only
+ * for the emergency barrier; its effect then is to let dead entries
+ * die, so that the head can move).
+ */
+#ifdef EMERG_FULL
+#define EMERG_WHEN (OWED || NPOS - nused <= 1)
+#else
+#define EMERG_WHEN OWED
+#endif
+
+/* C: log_barrier_begin's early return: nothing new since the newest
+ * durable barrier (no current buffer, or an empty one; no pending
+ * revoke; nothing sealed, being written or written since).
+ */
+#define NOTHING_NEW ((cur == NONE || (CNT(cur) == 0 && buf[cur].rev == 0)) && \
+                     pendrev == 0 && qn == 0 && !wnb)
+#define WORK (qn > 0 || (cur != NONE && (buf[cur].bar || CNT(cur) >= SEGCAP || OWED)))
 
 /* The seq the persisted head may move up to (C: the oldest segment
  * with a live entry).
@@ -255,6 +315,7 @@ inline clearbuf(b) {
   buf[b].dy = 0;
   buf[b].bar = 0;
   buf[b].id = 0;
+  buf[b].rvu = 0;
   buf[b].st = B_FREE
 }
 
@@ -281,6 +342,7 @@ inline alloc() {
 
 inline seal() {
   buf[cur].st = B_SEALED;
+  buf[cur].rvu = REVISSUED;   /* every record issued is in a sealed buffer */
   q[qn] = cur;
   qn++;
   cur = NONE
@@ -362,7 +424,13 @@ inline addrev(x) {
   if
   :: cur != NONE -> buf[cur].rev = buf[cur].rev | BIT(x)
   :: else -> pendrev = pendrev | BIT(x)
-  fi
+  fi;
+#ifndef FLAW_EMERG_NOREV
+  revctr++;
+  assert(MODEL_bounds || revctr < 16)
+#else
+  skip
+#endif
 }
 
 /* C: log_revoke(log, key, lba). */
@@ -510,15 +578,18 @@ inline wbflush() {
   bflush()
 }
 
-/* C: log_barrier (for a FLUSH, stage variables st, x, tgt; for
- * hhc_start, those of the starter): re-log every unlogged dirty block,
- * in any order, each block looked at once (x: the blocks done, a bit
- * each), waiting for a buffer when none is free; then mark the current
- * buffer as wanting a barrier (waiting for a buffer), tgt: its id.
- * Goes as far as it can without waiting.
+/* C: log_barrier (for a FLUSH, cl = 1, stage variables st, x, tgt,
+ * rv; for hhc_start, cl = 0, those of the starter): re-log every
+ * unlogged dirty block, in any order, each block looked at once (x: the
+ * blocks done, a bit each), waiting for a buffer when none is free;
+ * then the ticket (tgt: a buffer id, rv: revoke records): a FLUSH with
+ * nothing new returns at once; else the current buffer (or a free one,
+ * if there is room) is marked as wanting a barrier; a FLUSH that finds
+ * none current takes a ticket without one (the starter waits for a
+ * buffer).  Goes as far as it can without waiting.
  */
 #define ALLDONE 3
-inline barrier_progress(st, x, tgt) {
+inline barrier_progress(st, x, tgt, rv, cl) {
   do
   :: st == C_RELOG && x != ALLDONE ->
      if
@@ -536,22 +607,45 @@ inline barrier_progress(st, x, tgt) {
      :: else -> break
      fi
   :: st == C_RELOG && x == ALLDONE -> st = C_MARK; x = 0
-  :: st == C_MARK && (cur != NONE || nfree > 0) ->
+  :: st == C_MARK && cl && NOTHING_NEW ->
+     /* (a FLUSH) nothing new: it returns at once */
+     tgt = 0;
+     rv = 0;
+     st = C_WAIT
+  :: st == C_MARK && !(cl && NOTHING_NEW) && (cur != NONE || nfree > 0) ->
+     /* the current buffer (a free one here: there is room for it) */
      if
      :: cur == NONE -> alloc()
      :: else
      fi;
      buf[cur].bar = 1;
      tgt = buf[cur].id;
+     rv = TICKET_REVS;
+     st = C_WAIT
+  :: st == C_MARK && cl && !NOTHING_NEW && cur == NONE ->
+     /* (a FLUSH) no current buffer: no room for one, or the pool is
+      * exhausted; the ticket names a buffer without marking one
+      */
+     tgt = NOCUR_TGT;
+     rv = TICKET_REVS;
+     printf("MSC: no current buffer: ticket id %d revokes %d (pending %d)\n", tgt, rv, pendrev);
+     if
+     :: tgt > durid && tgt > wantid -> wantid = tgt
+     :: else
+     fi;
+     if
+     :: rv > wantrev -> wantrev = rv
+     :: else
+     fi;
      st = C_WAIT
   :: else -> break
   od
 }
 
-#define BARRIER_READY(st, x) \
+#define BARRIER_READY(st, x, cl) \
   ((st == C_RELOG && (x == ALLDONE || RELOG_OK || \
                       (!(x & 1) && !UNLOGGED(0)) || (!(x & 2) && !UNLOGGED(1)))) || \
-   (st == C_MARK && (cur != NONE || nfree > 0)))
+   (st == C_MARK && (cl || cur != NONE || nfree > 0)))
 
 #ifdef MUT_BARRIER_SKIPS_UNLOGGED
 #define BARRIER_FIRST C_MARK
@@ -585,12 +679,13 @@ inline flush_issue(c) {
 }
 
 #define FLUSH_READY(c) \
-  (durid >= cltgt[c] || (nfailed == NMIR && !wb[0] && !wb[1]))
+  ((durid >= cltgt[c] && clrev[c] == 0) || \
+   (nfailed == NMIR && !wb[0] && !wb[1]))
 
 /* The FLUSH returns. */
 inline flush_end(c) {
   if
-  :: durid < cltgt[c] -> wbflush(); nolog = false
+  :: durid < cltgt[c] || clrev[c] != 0 -> wbflush(); nolog = false
   :: else
   fi;
   printf("MSC: FLUSH by %d returns (barrier id %d)\n", c, cltgt[c]);
@@ -605,6 +700,7 @@ inline flush_end(c) {
   cls0[c] = 0;
   cls1[c] = 0;
   cltgt[c] = 0;
+  clrev[c] = 0;
   clst[c] = C_IDLE
 }
 
@@ -635,7 +731,7 @@ proctype client(byte c)
 end_cl:
   do
   :: atomic { (IDLE(c) && opsleft > 0) ||
-              (up && BARRIER_READY(clst[c], clx[c])) ->
+              (up && BARRIER_READY(clst[c], clx[c], 1)) ->
        if
        :: IDLE(c) ->
           opsleft--;
@@ -661,7 +757,7 @@ end_cl:
           fi
        :: else
        fi;
-       barrier_progress(clst[c], clx[c], cltgt[c]) }
+       barrier_progress(clst[c], clx[c], cltgt[c], clrev[c], 1) }
   :: atomic { up && clst[c] == C_TRIM -> c_trim2(c); clst[c] = C_IDLE }
   :: atomic { up && clst[c] == C_WAIT && FLUSH_READY(c) -> flush_end(c) }
   :: atomic { IDLE(c) && opsleft == 0 -> clst[c] = C_DONE; cdone++ }
@@ -793,7 +889,9 @@ inline write_wrap() {
 }
 
 /* Write the oldest sealed buffer (sealing the current one first if the
- * queue is empty) to every healthy mirror.
+ * queue is empty) to every healthy mirror.  It carries the barrier flag
+ * if marked, or if a ticket without a buffer is owed and it covers it
+ * (C: write_buffer, b->seq >= want_barrier, b->rev_upto >= want_revs).
  */
 inline write_seg() {
   if
@@ -801,6 +899,11 @@ inline write_seg() {
   :: else
   fi;
   hb = q[0];
+  if
+  :: (wantid != 0 && buf[hb].id >= wantid) ||
+     (wantrev != 0 && buf[hb].rvu >= wantrev) -> buf[hb].bar = 1
+  :: else
+  fi;
   hrv = buf[hb].rev;
 #ifdef MUT_REVOKE_UNCOVERED
   /* the barrier's revokes go into the next segment */
@@ -858,7 +961,7 @@ inline write_seg() {
 #else
      skip
 #endif
-  :: else -> freehead()
+  :: else -> wnb = 1; freehead()
   fi;
   hb = 0
 }
@@ -885,6 +988,25 @@ inline sync_barrier() {
   if
   :: nfailed < NMIR ->
      durid = buf[spb].id;
+     wnb = 0;
+     if
+     :: wantid <= durid -> wantid = 0   /* (satisfied: 0, fewer states) */
+     :: else
+     fi;
+     /* rev_durable = its rev_upto: every count drops by that much */
+     hrv = buf[spb].rvu;
+     revctr = revctr - hrv;
+     wantrev = (wantrev > hrv -> wantrev - hrv : 0);
+     for (t_ : 0 .. NCLIENT - 1) {
+       clrev[t_] = (clrev[t_] > hrv -> clrev[t_] - hrv : 0)
+     }
+     for (t_ : 0 .. NBUF - 1) {
+       if
+       :: buf[t_].st == B_SEALED && t_ != spb -> buf[t_].rvu = buf[t_].rvu - hrv
+       :: else
+       fi
+     }
+     hrv = 0;
      startdur = true;
      for (t_ : 0 .. NLBA - 1) {
        if
@@ -924,6 +1046,34 @@ inline reclaim() {
 #endif
 }
 
+/* C: make_room's emergency barrier: no buffer is current and none can
+ * be for lack of room, so a barrier goes into the room kept for it:
+ * a header only, no data block, with the pending revokes (fix 6;
+ * FLAW_EMERG_NOREV: none, they stay pending).  It takes a free buffer
+ * and the next id; write_seg writes it.
+ */
+inline emergency() {
+  k_ = 0;
+  do
+  :: buf[k_].st == B_FREE -> break
+  :: else -> k_++
+  od;
+  buf[k_].st = B_SEALED;
+  buf[k_].id = nextid;
+  nextid++;
+  buf[k_].bar = 1;
+#ifndef FLAW_EMERG_NOREV
+  buf[k_].rev = pendrev;
+  pendrev = 0;
+  buf[k_].rvu = revctr;
+#endif
+  printf("MSC: emergency barrier id %d rev %d (pending %d)\n", buf[k_].id, buf[k_].rev, pendrev);
+  nfree--;
+  q[qn] = k_;
+  qn++;
+  k_ = 0
+}
+
 proctype writer()
 {
 end_wr:
@@ -934,6 +1084,15 @@ end_wr:
        write_wrap() }
   :: atomic { up && spb == NONE && WORK && nused < NPOS -> write_seg() }
   :: atomic { up && spb != NONE -> sync_barrier() }
+  /* No current buffer, nothing sealed (C: make_room).  Room is not
+   * modelled: either there is room (a buffer becomes current, here when
+   * a ticket without a buffer is owed) or there is none (an emergency
+   * barrier, when the newest written segment is not under a durable
+   * barrier or, fix 6, revokes are owed).
+   */
+  :: atomic { up && nfailed < NMIR && cur == NONE && qn == 0 && OWED -> alloc() }
+  :: atomic { up && started && nfailed < NMIR && cur == NONE && qn == 0 &&
+              nused < NPOS && EMERG_WHY && EMERG_WHEN -> emergency() }
   :: atomic { up && spb == NONE && reclaims < MAXRECLAIM &&
               NPOS - nused <= RECLAIM_FREE &&
               (locs[0] == hseq || locs[1] == hseq) && RELOG_OK ->
@@ -953,7 +1112,7 @@ proctype starter()
 {
 end_st:
   do
-  :: atomic { up && (ststage == C_BEGIN || BARRIER_READY(ststage, stx)) ->
+  :: atomic { up && (ststage == C_BEGIN || BARRIER_READY(ststage, stx, 0)) ->
        if
        :: ststage == C_BEGIN ->
 #if !defined(FLAW_START_HEAD) && !defined(MUT_START_NO_WRITEBACK)
@@ -993,7 +1152,7 @@ end_st:
          fi
        :: else
        fi;
-       barrier_progress(ststage, stx, sttgt) }
+       barrier_progress(ststage, stx, sttgt, strev, 0) }
   :: atomic { up && ststage == C_WAIT && (durid >= sttgt || nfailed == NMIR) ->
        /* (if the last mirror failed meanwhile, FLUSHes write back) */
        printf("MSC: start-up barrier durable\n");
@@ -1041,6 +1200,10 @@ inline reset_log_ram() {
   durid = 0;
   spb = NONE;
   pendrev = 0;
+  wantid = 0;
+  wantrev = 0;
+  revctr = 0;
+  wnb = 0;
   reclaims = 0
 }
 
@@ -1058,6 +1221,7 @@ inline forget_ram() {
     clx[x] = 0;
     clv[x] = 0;
     cltgt[x] = 0;
+    clrev[x] = 0;
     cls0[x] = 0;
     cls1[x] = 0
   }
@@ -1065,7 +1229,7 @@ inline forget_ram() {
   tailpos = 0; nextseq = 0; nused = 0; baseseq = 0; hpos = 0; hseq = 0;
   startdur = 0; widctr = 0; lastwid = 0; trimunfl = 0;
   flst = 0; flx = 0; flp = 0; wbs = 0; cdone = 0;
-  ststage = C_IDLE; stx = 0; sttgt = 0; started = 0; maycrash = 0
+  ststage = C_IDLE; stx = 0; sttgt = 0; strev = 0; started = 0; maycrash = 0
 }
 
 /* Crash: the backend keeps, of what it got since its last flush,

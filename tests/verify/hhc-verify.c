@@ -89,6 +89,9 @@ static unsigned fua_every = 0;
 static uint64_t seed = 1;
 static uint64_t run;
 static bool expect_crash;
+static const char *ready_file; /* made once every writer is connected */
+static unsigned nconnected;
+static pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct base *bases; /* nblocks */
 static struct writer *writers;
 static time_t deadline;
@@ -185,6 +188,21 @@ writer_thread (void *p)
   struct writer *w = p;
   struct nbd_handle *h = connect_or_die ();
   unsigned char *b = malloc (bs);
+
+  /* The campaign times its fault from here: a kill before a writer
+   * connected was a refused connection, not a crash under load.
+   */
+  pthread_mutex_lock (&ready_lock);
+  if (++nconnected == nwriters && ready_file)
+    {
+      FILE *rf = fopen (ready_file, "w");
+      if (rf == NULL || fclose (rf) != 0)
+        {
+          perror (ready_file);
+          exit (2);
+        }
+    }
+  pthread_mutex_unlock (&ready_lock);
   uint64_t per = nblocks / nwriters;
   uint64_t rng = mix (seed * 1000003 + w->id);
   uint64_t since_flush = 0;
@@ -552,6 +570,7 @@ usage (void)
            "         [--blocks N] [--ops N] [--seconds S] [--flush-every N]\n"
            "         [--fua-every N] [--seed N] [--state STATE] "
            "[--expect-crash]\n"
+           "         [--ready FILE]\n"
            "       hhc-verify check URI JOURNAL [--state-out STATE]\n");
   exit (2);
 }
@@ -560,12 +579,19 @@ int
 main (int argc, char *argv[])
 {
   static const struct option lopts[] = {
-    { "writers", 1, NULL, 'w' },      { "bs", 1, NULL, 'b' },
-    { "blocks", 1, NULL, 'n' },       { "ops", 1, NULL, 'o' },
-    { "seconds", 1, NULL, 's' },      { "flush-every", 1, NULL, 'f' },
-    { "fua-every", 1, NULL, 'F' },    { "seed", 1, NULL, 'S' },
-    { "state", 1, NULL, 't' },        { "state-out", 1, NULL, 'T' },
-    { "expect-crash", 0, NULL, 'x' }, { NULL, 0, NULL, 0 },
+    { "writers", 1, NULL, 'w' },
+    { "bs", 1, NULL, 'b' },
+    { "blocks", 1, NULL, 'n' },
+    { "ops", 1, NULL, 'o' },
+    { "seconds", 1, NULL, 's' },
+    { "flush-every", 1, NULL, 'f' },
+    { "fua-every", 1, NULL, 'F' },
+    { "seed", 1, NULL, 'S' },
+    { "state", 1, NULL, 't' },
+    { "state-out", 1, NULL, 'T' },
+    { "expect-crash", 0, NULL, 'x' },
+    { "ready", 1, NULL, 'r' },
+    { NULL, 0, NULL, 0 },
   };
   const char *state = NULL, *state_out = NULL;
   int c;
@@ -605,6 +631,9 @@ main (int argc, char *argv[])
         break;
       case 'x':
         expect_crash = true;
+        break;
+      case 'r':
+        ready_file = optarg;
         break;
       default:
         usage ();
