@@ -266,54 +266,71 @@ struct io_arg {
   struct unmap_list unmap;
 };
 
+/* The blocks are read straight into a->data (no copy, no allocation). */
 static struct scsi_task *
-issue_read (struct iscsi_context *ctx, int l, void *p)
+issue_read (struct iscsi_context *ctx, int l, void *p, iscsi_command_cb cb,
+            void *priv)
 {
   struct io_arg *a = p;
-  return iscsi_read16_sync (ctx, l, a->lba, a->blocks * lun.bs, lun.bs, 0, 0, 0,
-                            0, 0);
+  size_t n = (size_t)a->blocks * lun.bs;
+  struct scsi_task *t
+      = iscsi_read16_task (ctx, l, a->lba, n, lun.bs, 0, 0, 0, 0, 0, cb, priv);
+  if (t && scsi_task_add_data_in_buffer (t, n, a->data) != 0)
+    {
+      iscsi_scsi_cancel_task (ctx, t);
+      scsi_free_scsi_task (t);
+      return NULL;
+    }
+  return t;
 }
 
 static struct scsi_task *
-issue_write (struct iscsi_context *ctx, int l, void *p)
+issue_write (struct iscsi_context *ctx, int l, void *p, iscsi_command_cb cb,
+             void *priv)
 {
   struct io_arg *a = p;
-  return iscsi_write16_sync (ctx, l, a->lba, a->data, a->blocks * lun.bs,
-                             lun.bs, 0, 0, a->fua, 0, 0);
+  return iscsi_write16_task (ctx, l, a->lba, a->data, a->blocks * lun.bs,
+                             lun.bs, 0, 0, a->fua, 0, 0, cb, priv);
 }
 
 static struct scsi_task *
-issue_sync_cache (struct iscsi_context *ctx, int l, void *p)
+issue_sync_cache (struct iscsi_context *ctx, int l, void *p,
+                  iscsi_command_cb cb, void *priv)
 {
   struct io_arg *a = p;
-  return iscsi_synchronizecache16_sync (ctx, l, a->lba, a->blocks, 0, 0);
+  return iscsi_synchronizecache16_task (ctx, l, a->lba, a->blocks, 0, 0, cb,
+                                        priv);
 }
 
 static struct scsi_task *
-issue_write_same (struct iscsi_context *ctx, int l, void *p)
+issue_write_same (struct iscsi_context *ctx, int l, void *p,
+                  iscsi_command_cb cb, void *priv)
 {
   struct io_arg *a = p;
-  return iscsi_writesame16_sync (ctx, l, a->lba, a->data, lun.bs, a->blocks, 0,
-                                 a->may_unmap, 0, 0);
+  return iscsi_writesame16_task (ctx, l, a->lba, a->data, lun.bs, a->blocks, 0,
+                                 a->may_unmap, 0, 0, cb, priv);
 }
 
 static struct scsi_task *
-issue_unmap (struct iscsi_context *ctx, int l, void *p)
+issue_unmap (struct iscsi_context *ctx, int l, void *p, iscsi_command_cb cb,
+             void *priv)
 {
   struct io_arg *a = p;
-  return iscsi_unmap_sync (ctx, l, 0, 0, &a->unmap, 1);
+  return iscsi_unmap_task (ctx, l, 0, 0, &a->unmap, 1, cb, priv);
 }
 
 static struct scsi_task *
-issue_capacity (struct iscsi_context *ctx, int l, void *p)
+issue_capacity (struct iscsi_context *ctx, int l, void *p, iscsi_command_cb cb,
+                void *priv)
 {
-  return iscsi_readcapacity16_sync (ctx, l);
+  return iscsi_readcapacity16_task (ctx, l, cb, priv);
 }
 
 static struct scsi_task *
-issue_vpd (struct iscsi_context *ctx, int l, void *p)
+issue_vpd (struct iscsi_context *ctx, int l, void *p, iscsi_command_cb cb,
+           void *priv)
 {
-  return iscsi_inquiry_sync (ctx, l, 1, *(int *)p, 255);
+  return iscsi_inquiry_task (ctx, l, 1, *(int *)p, 255, cb, priv);
 }
 
 /* Read BLOCKS blocks at LBA into BUF (chunked). */
@@ -323,20 +340,20 @@ read_blocks (uint64_t lba, uint64_t blocks, unsigned char *buf)
   uint32_t per = lun.max_xfer / lun.bs;
   while (blocks > 0)
     {
-      struct io_arg a = { .lba = lba, .blocks = blocks < per ? blocks : per };
+      struct io_arg a
+          = { .lba = lba, .blocks = blocks < per ? blocks : per, .data = buf };
       struct scsi_task *t;
       size_t n = (size_t)a.blocks * lun.bs;
       if (pool_exec ("READ(16)", issue_read, &a, &t) == -1)
         return -1;
-      if (t->datain.size < 0 || (size_t)t->datain.size < n)
+      if (t->residual_status == SCSI_RESIDUAL_UNDERFLOW && t->residual > 0)
         {
-          nbdkit_error ("READ(16): short read (%d of %zu bytes)",
-                        t->datain.size, n);
+          nbdkit_error ("READ(16): short read (%zu of %zu bytes)",
+                        n - (t->residual < n ? t->residual : n), n);
           scsi_free_scsi_task (t);
           errno = EIO;
           return -1;
         }
-      memcpy (buf, t->datain.data, n);
       scsi_free_scsi_task (t);
       lba += a.blocks;
       blocks -= a.blocks;

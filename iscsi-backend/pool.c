@@ -1,28 +1,50 @@
 /* Session pool.
  *
- * Each slot of the pool is a session:
+ * Each session is one struct iscsi_context with its own mutex; many
+ * commands are in flight on a session at once (libiscsi's asynchronous
+ * *_task calls).  libiscsi is not thread-safe, so every call on s->ctx
+ * is made with s->lock held, and completion callbacks run with it held
+ * too.  The slow parts (poll, a requester's wait) never hold it.
  *
- *   ctx     busy   meaning
- *   NULL    0      free, not logged in (lost, reconnect on next use)
- *   set     0      free, logged in
- *   any     1      taken by one thread, which alone may touch ctx
+ * Who reads the replies: leader and followers.  A requester queues its
+ * command, writes what the socket takes at once, and then waits.  One
+ * of the waiting requesters of a session is its leader: it polls the
+ * socket and runs iscsi_service, whose callbacks mark the requests
+ * whose replies came in as done and wake their requesters.  When the
+ * leader's own request is done it hands the leadership to a requester
+ * still waiting, if there is one.  So a reply costs no thread hop for
+ * the leader's own command (at queue depth 1, none at all) and one
+ * wake-up for a follower's, which is the least there can be with a
+ * thread per request (nbdkit's model).
  *
- * pool.lock protects every busy flag and the reconnect counter; a
- * thread that has set busy owns ctx without any lock, so the slow
- * network work never holds the pool lock.  pool.freed is signalled
- * whenever a slot is given back.
+ * A bit of a write may stay queued when the socket is full; the
+ * requester then wakes the leader's poll (s->wake, an eventfd) so it
+ * polls for POLLOUT too.  With no request in flight a ticker thread
+ * per session services the socket twice a second: NOP-Ins from the
+ * target, a connection closed while idle, libiscsi's timeout scan.
  *
- * Auto-reconnection inside libiscsi is switched off: a broken session
- * is destroyed and logged in again here, a bounded number of times,
- * so a vanished target turns into EIO instead of a hang.
+ * A broken session (socket error, a command queued in vain, a timed
+ * out command) is dropped: every command on it is cancelled, which
+ * completes it with SCSI_STATUS_CANCELLED, the context is destroyed
+ * and s->gen is bumped.  Requesters then reconnect and retry, a
+ * bounded number of times (pool_exec), so a vanished target turns
+ * into EIO instead of a hang.  libiscsi's own automatic reconnection
+ * is switched off.
+ *
+ * Lock order: s->lock, then pool.lock (which only guards the choice
+ * of a session and the counters); never the other way round.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nbdkit-plugin.h>
 
@@ -30,9 +52,35 @@
 #include "pool.h"
 #include "sense.h"
 
+/* Poll timeout of an idle service thread: libiscsi checks command
+ * timeouts only inside iscsi_service.
+ */
+#define SERVICE_TICK_MS 500
+
+struct request;
+
 struct session {
-  struct iscsi_context *ctx;
-  bool busy;
+  pthread_mutex_t lock;      /* protects every field below but users, up */
+  pthread_cond_t tick;       /* the ticker's timed wait; signalled at stop */
+  struct iscsi_context *ctx; /* NULL: not logged in */
+  unsigned gen;              /* bumped whenever ctx is dropped or set */
+  struct request *waiting;   /* requests in flight, a list */
+  struct request *leader;    /* the one of them polling, or NULL */
+  bool stop;
+  bool thread_started;
+  int wake;      /* eventfd: the leader must recompute its poll set */
+  char why[160]; /* why the session was last dropped */
+  pthread_t thread;
+  unsigned users; /* requesters on this session: under pool.lock */
+  bool up;        /* ctx != NULL, as seen under pool.lock */
+};
+
+/* One command waiting for its reply, on its requester's stack. */
+struct request {
+  pthread_cond_t cond; /* done, or made leader */
+  struct request *next, **prevp;
+  bool done;
+  int status; /* SCSI_STATUS_* from the callback */
 };
 
 static struct {
@@ -40,11 +88,9 @@ static struct {
   struct session *s;
   unsigned n;
   unsigned reconnects;
-  pthread_mutex_t lock; /* protects s[].busy and reconnects */
-  pthread_cond_t freed;
+  pthread_mutex_t lock; /* protects s[].users, s[].up and reconnects */
 } pool = {
   .lock = PTHREAD_MUTEX_INITIALIZER,
-  .freed = PTHREAD_COND_INITIALIZER,
 };
 
 /* Log a new context in.  Reports failures with nbdkit_error when LOUD,
@@ -89,12 +135,152 @@ session_login (bool loud)
   return ctx;
 }
 
+/* With s->lock held: publish whether S is logged in. */
 static void
-session_drop (struct session *s)
+session_set_up (struct session *s, bool up)
 {
-  if (s->ctx)
-    iscsi_destroy_context (s->ctx);
+  ISCSI_SCOPED_LOCK (&pool.lock);
+  s->up = up;
+}
+
+static void
+session_wake (struct session *s)
+{
+  uint64_t one = 1;
+  ssize_t r = write (s->wake, &one, sizeof one);
+  (void)r; /* EAGAIN: the counter is already set, which is enough */
+}
+
+/* With s->lock held: cancel every command on the session (each
+ * completes as CANCELLED), destroy the context and remember WHY.
+ */
+static void
+session_drop (struct session *s, const char *why)
+{
+  if (s->ctx == NULL)
+    return;
+  snprintf (s->why, sizeof s->why, "%s", why);
+  iscsi_scsi_cancel_all_tasks (s->ctx);
+  iscsi_destroy_context (s->ctx);
   s->ctx = NULL;
+  s->gen++;
+  session_set_up (s, false);
+  session_wake (s);
+}
+
+/* With s->lock held: drop the session after libiscsi reported an
+ * error on it.
+ */
+static void
+session_fail (struct session *s, const char *what)
+{
+  char why[160];
+  snprintf (why, sizeof why, "%s: %s", what, iscsi_get_error (s->ctx));
+  nbdkit_debug ("hhciscsi: session lost: %s", why);
+  session_drop (s, why);
+}
+
+/* With s->lock held: poll the socket for up to TIMEOUT ms (dropping
+ * the lock meanwhile when TIMEOUT > 0) and service what came.
+ */
+static void
+session_poll (struct session *s, int timeout)
+{
+  struct pollfd pfd[2];
+  unsigned gen = s->gen;
+  int r;
+
+  pfd[0].fd = iscsi_get_fd (s->ctx);
+  pfd[0].events = iscsi_which_events (s->ctx);
+  pfd[0].revents = 0;
+  pfd[1].fd = s->wake;
+  pfd[1].events = POLLIN;
+  pfd[1].revents = 0;
+  if (timeout > 0)
+    pthread_mutex_unlock (&s->lock);
+  r = poll (pfd, 2, timeout);
+  if (timeout > 0)
+    pthread_mutex_lock (&s->lock);
+  if (r == -1)
+    {
+      if (errno != EINTR)
+        nbdkit_error ("poll: %m");
+      return;
+    }
+  if (pfd[1].revents & POLLIN)
+    {
+      uint64_t n;
+      ssize_t rr = read (s->wake, &n, sizeof n);
+      (void)rr;
+    }
+  if (s->ctx == NULL || gen != s->gen)
+    return; /* the context polled for is gone */
+  if (iscsi_service (s->ctx, pfd[0].revents) < 0)
+    session_fail (s, "connection failed");
+}
+
+/* The ticker: with no request in flight nobody else reads the socket. */
+static void *
+ticker_thread (void *p)
+{
+  struct session *s = p;
+  ISCSI_SCOPED_LOCK (&s->lock);
+
+  while (!s->stop)
+    {
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      ts.tv_nsec += SERVICE_TICK_MS * 1000000L;
+      if (ts.tv_nsec >= 1000000000L)
+        {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+      pthread_cond_timedwait (&s->tick, &s->lock, &ts);
+      if (!s->stop && s->ctx && s->leader == NULL)
+        session_poll (s, 0);
+    }
+  return NULL;
+}
+
+/* Completion of one command, run by libiscsi with s->lock held. */
+static void
+request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+  struct request *r = priv;
+  if (r->done)
+    return;
+  r->status = status;
+  r->done = true;
+  if (r->prevp == NULL)
+    return; /* cancelled while being queued: not listed, nobody waits */
+  if (r->next)
+    r->next->prevp = r->prevp;
+  *r->prevp = r->next;
+  pthread_cond_signal (&r->cond);
+}
+
+static int
+session_init (struct session *s)
+{
+  int r;
+  pthread_mutex_init (&s->lock, NULL);
+  pthread_cond_init (&s->tick, NULL);
+  s->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->wake == -1)
+    {
+      nbdkit_error ("eventfd: %m");
+      return -1;
+    }
+  r = pthread_create (&s->thread, NULL, ticker_thread, s);
+  if (r != 0)
+    {
+      errno = r;
+      nbdkit_error ("pthread_create: %m");
+      return -1;
+    }
+  s->thread_started = true;
+  return 0;
 }
 
 int
@@ -103,18 +289,25 @@ pool_start (const struct pool_conf *conf)
   unsigned i;
 
   pool.conf = conf;
-  pool.n = conf->sessions;
-  pool.s = calloc (pool.n, sizeof pool.s[0]);
+  pool.s = calloc (conf->sessions, sizeof pool.s[0]);
   if (pool.s == NULL)
     {
       nbdkit_error ("calloc: %m");
       return -1;
     }
-  for (i = 0; i < pool.n; i++)
+  for (i = 0; i < conf->sessions; i++)
     {
-      pool.s[i].ctx = session_login (true);
-      if (pool.s[i].ctx == NULL)
+      struct session *s = &pool.s[i];
+      pool.n = i + 1; /* so pool_stop frees what is set up */
+      s->wake = -1;
+      if (session_init (s) == -1)
         return -1;
+      struct iscsi_context *ctx = session_login (true);
+      if (ctx == NULL)
+        return -1;
+      ISCSI_SCOPED_LOCK (&s->lock);
+      s->ctx = ctx;
+      session_set_up (s, true);
     }
   nbdkit_debug ("hhciscsi: %u sessions logged in to %s", pool.n, conf->portal);
   return 0;
@@ -126,43 +319,61 @@ pool_stop (void)
   unsigned i;
   for (i = 0; i < pool.n; i++)
     {
-      if (pool.s[i].ctx)
-        iscsi_logout_sync (pool.s[i].ctx);
-      session_drop (&pool.s[i]);
+      struct session *s = &pool.s[i];
+      if (s->thread_started)
+        {
+          {
+            ISCSI_SCOPED_LOCK (&s->lock);
+            s->stop = true;
+            pthread_cond_signal (&s->tick);
+          }
+          pthread_join (s->thread, NULL);
+        }
+      if (s->ctx)
+        {
+          iscsi_logout_sync (s->ctx);
+          iscsi_destroy_context (s->ctx);
+          s->ctx = NULL;
+        }
+      if (s->wake >= 0)
+        close (s->wake);
+      pthread_cond_destroy (&s->tick);
+      pthread_mutex_destroy (&s->lock);
     }
   free (pool.s);
   pool.s = NULL;
   pool.n = 0;
 }
 
+/* The session with the fewest requesters, a logged-in one if any is. */
 static struct session *
 pool_take (void)
 {
   ISCSI_SCOPED_LOCK (&pool.lock);
-  for (;;)
+  struct session *best = NULL;
+  bool best_up = false;
+  unsigned i;
+
+  for (i = 0; i < pool.n; i++)
     {
-      unsigned i;
-      /* Prefer a logged-in session. */
-      for (i = 0; i < pool.n; i++)
-        if (!pool.s[i].busy && pool.s[i].ctx)
-          goto found;
-      for (i = 0; i < pool.n; i++)
-        if (!pool.s[i].busy)
-          goto found;
-      pthread_cond_wait (&pool.freed, &pool.lock);
-      continue;
-found:
-      pool.s[i].busy = true;
-      return &pool.s[i];
+      struct session *s = &pool.s[i];
+      bool up = s->up;
+      if (best == NULL || (up && !best_up)
+          || (up == best_up && s->users < best->users))
+        {
+          best = s;
+          best_up = up;
+        }
     }
+  best->users++;
+  return best;
 }
 
 static void
 pool_give_back (struct session *s)
 {
   ISCSI_SCOPED_LOCK (&pool.lock);
-  s->busy = false;
-  pthread_cond_signal (&pool.freed);
+  s->users--;
 }
 
 unsigned
@@ -185,6 +396,27 @@ backoff (unsigned n)
   nanosleep (&ts, NULL);
 }
 
+/* With s->lock held: log the session in if it is not. */
+static int
+session_ensure (struct session *s, char *msg, size_t len)
+{
+  if (s->ctx)
+    return 0;
+  s->ctx = session_login (false);
+  if (s->ctx == NULL)
+    {
+      snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
+      return -1;
+    }
+  s->gen++;
+  session_set_up (s, true);
+  {
+    ISCSI_SCOPED_LOCK (&pool.lock);
+    pool.reconnects++;
+  }
+  return 0;
+}
+
 /* One attempt on session S.  Returns the action; *TASK is set on
  * SENSE_OK only.
  */
@@ -192,32 +424,75 @@ static enum sense_action
 attempt (struct session *s, pool_issue_fn issue, void *arg,
          struct scsi_task **task, char *msg, size_t len, int *err)
 {
+  ISCSI_SCOPED_LOCK (&s->lock);
+  struct request r = { .done = false, .prevp = NULL };
   struct scsi_task *t;
   enum sense_action a;
+  unsigned gen;
 
-  if (s->ctx == NULL)
+  *err = EIO;
+  if (session_ensure (s, msg, len) == -1)
+    return SENSE_RECONNECT;
+  gen = s->gen;
+  t = issue (s->ctx, pool.conf->lun, arg, request_done, &r);
+  if (t == NULL)
     {
-      s->ctx = session_login (false);
-      if (s->ctx == NULL)
-        {
-          snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
-          *err = EIO;
-          return SENSE_RECONNECT;
-        }
-      ISCSI_SCOPED_LOCK (&pool.lock);
-      pool.reconnects++;
+      snprintf (msg, len, "cannot queue the command: %s",
+                iscsi_get_error (s->ctx));
+      session_drop (s, msg);
+      return SENSE_RECONNECT;
     }
-  t = issue (s->ctx, pool.conf->lun, arg);
-  a = sense_classify (s->ctx, t, msg, len, err);
+  pthread_cond_init (&r.cond, NULL);
+  if (!r.done) /* not completed at once (libiscsi does not, today) */
+    {
+      r.next = s->waiting;
+      r.prevp = &s->waiting;
+      if (r.next)
+        r.next->prevp = &r.next;
+      s->waiting = &r;
+    }
+
+  /* Send what the socket takes now; the leader sends the rest once it
+   * polls for POLLOUT, which a wake-up makes it do.
+   */
+  if (iscsi_service (s->ctx, POLLOUT) < 0)
+    session_fail (s, "send failed");
+  else if (s->leader && iscsi_out_queue_length (s->ctx) > 0)
+    session_wake (s);
+
+  while (!r.done)
+    {
+      if (s->leader == NULL)
+        s->leader = &r;
+      if (s->leader == &r)
+        session_poll (s, SERVICE_TICK_MS);
+      else
+        pthread_cond_wait (&r.cond, &s->lock);
+    }
+  if (s->leader == &r)
+    {
+      s->leader = s->waiting; /* a request not done, or NULL */
+      if (s->leader)
+        pthread_cond_signal (&s->leader->cond);
+    }
+  pthread_cond_destroy (&r.cond);
+
+  t->status = r.status;
+  if (s->ctx && gen == s->gen)
+    a = sense_classify (s->ctx, t, msg, len, err);
+  else
+    {
+      snprintf (msg, len, "session lost: %s", s->why);
+      a = SENSE_RECONNECT;
+    }
+  if (a == SENSE_RECONNECT && s->ctx && gen == s->gen)
+    session_drop (s, msg);
   if (a == SENSE_OK)
     {
       *task = t;
       return a;
     }
-  if (t)
-    scsi_free_scsi_task (t);
-  if (a == SENSE_RECONNECT)
-    session_drop (s);
+  scsi_free_scsi_task (t);
   return a;
 }
 

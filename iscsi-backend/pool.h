@@ -1,9 +1,9 @@
 /* A pool of iSCSI sessions to one LUN, and the retrying command runner.
  *
- * Every session is one struct iscsi_context, used by one thread at a
- * time: pool_exec takes a free session (waiting for one if all are
- * busy), runs the command, and gives it back.  The pool's own mutex is
- * taken inside; callers hold no lock.
+ * Every session is one struct iscsi_context served by a thread of its
+ * own, with many commands in flight: pool_exec queues the command on
+ * the least busy session and waits for its reply.  The pool's mutexes
+ * are taken inside; callers hold no lock.
  */
 #ifndef HHCISCSI_POOL_H
 #define HHCISCSI_POOL_H
@@ -26,9 +26,13 @@ struct pool_conf {
   unsigned attempts; /* tries per command, including the first */
 };
 
-/* Issue one synchronous command on CTX to LUN; ARG is the caller's. */
+/* Queue one command on CTX to LUN with libiscsi's asynchronous
+ * *_task call, passing CB and PRIV through; ARG is the caller's.
+ * Called with the session's lock held.
+ */
 typedef struct scsi_task *(*pool_issue_fn) (struct iscsi_context *ctx, int lun,
-                                            void *arg);
+                                            void *arg, iscsi_command_cb cb,
+                                            void *priv);
 
 /* Allocate the pool and log in every session.  On error the reason has
  * been reported with nbdkit_error and -1 is returned.
