@@ -807,7 +807,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
    */
   if (nvalid
       && (log->region_size % ALIGN || log->region_size > MAX_REGION
-          || log->hint_off >= log->region_size))
+          || log->hint_off >= log->region_size || log->hint_off % ALIGN))
     {
       hhc_log (conf->log, HHC_LOG_ERROR,
                "log %s: superblock is corrupt (region of %" PRIu64

@@ -142,11 +142,12 @@ replay (struct hhc_log *log, struct target *t, int *r)
 }
 
 /* Go on with the log as a gateway does at start-up, then check that
- * it replays to what this run wrote.
+ * it replays to what this run wrote.  as_filter: log was opened as the
+ * filter opens it.
  */
 static void
 run_and_check (struct hhc_log *log, struct hhc_dev **devs, unsigned ndevs,
-               const struct target *vol)
+               const struct target *vol, bool as_filter)
 {
   uint64_t nblocks = vol->nblocks;
   uint32_t bs = vol->bs;
@@ -165,9 +166,8 @@ run_and_check (struct hhc_log *log, struct hhc_dev **devs, unsigned ndevs,
    * bytes to 1 MiB.  And a log with room for this run next to its
    * buffers' reservations: in a smaller one the run's FLUSHes wait for
    * write-back, which this harness does not do (such inputs hung
-   * before the log's tickets counted revokes; on smaller logs one find
-   * is still open, see tests/fuzz/open/).  The input is still opened
-   * and scanned.
+   * before the log's tickets counted revokes).  The input is still
+   * opened and scanned.
    */
   log_get_stats (log, &ls);
   if (n < NKEYS || bs < 512 || bs > 1024 * 1024 || vol->volume_size > INT64_MAX
@@ -178,6 +178,26 @@ run_and_check (struct hhc_log *log, struct hhc_dev **devs, unsigned ndevs,
     {
       log_close (log);
       return;
+    }
+  /* The check below reopens the log as hhcctl recover does, with the
+   * segment size its superblock records; the filter used its own
+   * (FUZZ_LOG_SEGMENT).  A superblock naming a segment size too big
+   * for its region (no gateway writes one: log_open checks the size
+   * against the region before it writes anything) opens only as the
+   * filter, and after the run only if the writer happened to rewrite
+   * the superblock (a head persisted after active reclaim, a matter of
+   * timing).  Such a log is not run on (regress-reopen-952389c6).
+   */
+  if (as_filter)
+    {
+      struct hhc_log *offline
+          = open_log (devs, ndevs, NULL, 0, 512, cache_uuid, &found);
+      if (offline == NULL)
+        {
+          log_close (log);
+          return;
+        }
+      log_close (offline);
     }
   for (unsigned k = 0; k < n; k++)
     {
@@ -316,7 +336,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     goto out;
   replay (log, &t, &r);
   if (r == 0 && (flags & FUZZ_LOG_START))
-    run_and_check (log, devs, ndevs, &t);
+    run_and_check (log, devs, ndevs, &t, flags & FUZZ_LOG_FILTER);
   else
     log_close (log);
 out:

@@ -31,7 +31,9 @@
  *   group_commit    16 threads writing and flushing: far fewer log
  *                   syncs than flushes.
  *   refusals        logs of another cache, backend, block size or
- *                   log; a log device too small; hhc without a log.
+ *                   log; a log device too small, a valid log too
+ *                   small for a bigger segment-size (nothing
+ *                   written); hhc without a log.
  *   lost_log        a cache whose log is gone starts on a blank log
  *                   and logs its dirty blocks there again.
  *   full_log        a log much smaller than the dirty data: FLUSH
@@ -1948,6 +1950,22 @@ test_refusals (void **state)
   tdev_free (&small);
   a.conf.log_devs[0] = a.logs[0].pd;
 
+  /* A valid log too small for a bigger segment-size: refused before
+   * anything is written.  So every superblock names a segment size that
+   * fits its region, and hhcctl recover, which takes the recorded one,
+   * opens every log a gateway wrote (fuzz-log's regress-reopen-952389c6
+   * had a superblock that does not fit, made by the fuzzer).
+   */
+  {
+    unsigned char saved[8192], now[8192];
+    assert_int_equal (dev_pread (a.logs[0].cd, saved, sizeof saved, 0), 0);
+    a.conf.segment_size = 1024 * KiB;
+    assert_int_equal (env_try_open (&a), EINVAL);
+    a.conf.segment_size = SEG;
+    assert_int_equal (dev_pread (a.logs[0].cd, now, sizeof now, 0), 0);
+    assert_memory_equal (saved, now, sizeof saved);
+  }
+
   /* A superblock (crc right) whose region wraps LOG_REGION_OFF +
    * region_size to 0: refused as corrupt, before the ring of 2^32
    * slots that it asked for is allocated (found by fuzz-log in CI).
@@ -1959,6 +1977,25 @@ test_refusals (void **state)
       {
         memcpy (sb, saved + copy * 4096, sizeof sb);
         put64 (sb + 56, -(uint64_t)LOG_REGION_OFF);
+        put32 (sb + 4092, crc32c (0, sb, 4092));
+        assert_int_equal (dev_pwrite (a.logs[0].cd, sb, sizeof sb, copy * 4096),
+                          0);
+      }
+    assert_int_equal (env_try_open (&a), EINVAL);
+    assert_int_equal (dev_pwrite (a.logs[0].cd, saved, sizeof saved, 0), 0);
+  }
+
+  /* A head hint (crc right) that is not 4 KiB aligned: no gateway
+   * writes one (segments start aligned), and a run from it would write
+   * unaligned segments.  Refused as corrupt (seen in a fuzz-log input).
+   */
+  {
+    unsigned char saved[8192], sb[4096];
+    assert_int_equal (dev_pread (a.logs[0].cd, saved, sizeof saved, 0), 0);
+    for (unsigned copy = 0; copy < 2; copy++)
+      {
+        memcpy (sb, saved + copy * 4096, sizeof sb);
+        put64 (sb + 72, get64 (sb + 72) + 0x32);
         put32 (sb + 4092, crc32c (0, sb, 4092));
         assert_int_equal (dev_pwrite (a.logs[0].cd, sb, sizeof sb, copy * 4096),
                           0);
