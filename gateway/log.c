@@ -83,6 +83,12 @@ struct buf {
   bool barrier;
   uint64_t reserved; /* tail bytes held for it */
   struct buf *next;  /* queue or free list */
+  /* Group commit: FLUSHes whose ticket names this buffer, and when the
+   * first of them came (hhc_now_ns).
+   */
+  unsigned joiners;
+  unsigned expect; /* FLUSHes likely to join (group_wait_ns) */
+  uint64_t first_want_ns;
 };
 
 /* A death waits until the superseding segment is under a barrier. */
@@ -178,8 +184,13 @@ struct hhc_log {
   uint64_t phead_lpos, phead_seq; /* persisted head */
   uint64_t base_seq;
   bool rebased, started, stop, writer_busy;
-  bool adopt;            /* offline: take the volume the log records */
-  uint32_t last_crc;     /* writer: crc of the last segment written */
+  bool adopt;        /* offline: take the volume the log records */
+  uint32_t last_crc; /* writer: crc of the last segment written */
+  /* Group commit: the FLUSHes the last barrier written for FLUSHes
+   * carried, and how long writing it took (group_wait_ns).
+   */
+  unsigned last_group;
+  uint64_t last_barrier_ns, last_done_ns;
   unsigned char *hdrbuf; /* the writer's header buffer (grows) */
   size_t hdrcap;
   unsigned char *markbuf; /* the writer's wrap marker */
@@ -1093,6 +1104,9 @@ make_current (struct hhc_log *log, struct buf *b, uint64_t reserve)
   b->limit = log->max_blocks;
   b->reclaim_from = LOG_NONE;
   b->barrier = false;
+  b->joiners = 0;
+  b->expect = log->last_group;
+  b->first_want_ns = 0;
   b->revokes.len = 0;
   b->deaths.len = 0;
   *g = (struct seg){ .seq = b->seq, .chain = LOG_NONE, .state = SEG_FILLING };
@@ -1577,6 +1591,7 @@ write_buffer (struct hhc_log *log, struct buf *b)
   if (log->healthy > 0 && fits)
     {
       uint32_t flags = b->barrier ? LOG_F_BARRIER : 0;
+      uint64_t t0 = hhc_now_ns ();
       log->writer_busy = true;
       hhc_unlock (&log->lock);
       /* Buffers kept across segments (only the writer uses them): a
@@ -1650,6 +1665,17 @@ write_buffer (struct hhc_log *log, struct buf *b)
           log->st.segments++;
           log->st.bytes += len;
           log->st.barriers += b->barrier;
+          if (b->barrier && b->joiners > 0)
+            {
+              /* b's clients come back to join the current buffer,
+               * next to those that joined it while b was written.
+               */
+              log->last_group = b->joiners;
+              log->last_barrier_ns = hhc_now_ns () - t0;
+              log->last_done_ns = t0 + log->last_barrier_ns;
+              if (log->cur)
+                log->cur->expect = log->cur->joiners + b->joiners;
+            }
         }
     }
   else
@@ -1771,6 +1797,46 @@ make_room (struct hhc_log *log)
   return false;
 }
 
+/* Group commit (lock held).  A barrier owed for the current buffer
+ * waits a little before it is sealed while fewer FLUSHes have asked
+ * for it than are expected (b->expect): those that joined it while the
+ * last barrier was written, plus the clients of that barrier, likely
+ * back with their next write and FLUSH soon after it completed.
+ * Sealed at once, a barrier carries only the FLUSHes that came while
+ * the one before it was written, and clients settle into two groups
+ * that alternate, each FLUSH waiting two barrier times (measured on a
+ * 4 ms emulated HDD: FLUSH p50 9.6 ms from 4 clients, 5.1 ms from one;
+ * with this wait 5.2 ms from 4, and 1.4x the FLUSHes per second from
+ * 16).  The wait ends when as many as expected have asked, or half the
+ * last barrier's write time (at most GROUP_WAIT_MAX_NS) after the
+ * writer became free or the first FLUSH asked, whichever is later.
+ * Only for a log whose barriers take GROUP_WAIT_MIN_BARRIER_NS or more
+ * (an HDD, a remote mirror): on a fast one the clients are not back in
+ * time and the wait only adds to the latency.  One client alone never
+ * waits.  Returns the time to wait, 0 to seal now.  Only the moment a
+ * barrier is sealed changes: every FLUSH is still covered by the
+ * barrier its ticket names, and the wait is bounded.
+ */
+#define GROUP_WAIT_MAX_NS 2000000u
+#define GROUP_WAIT_MIN_BARRIER_NS 1000000u
+
+static uint64_t
+group_wait_ns (struct hhc_log *log)
+{
+  const struct buf *b = log->cur;
+  uint64_t window, now, start;
+
+  if (log->stop || b->joiners == 0 || b->joiners >= b->expect
+      || log->last_barrier_ns < GROUP_WAIT_MIN_BARRIER_NS)
+    return 0;
+  window = HHC_MIN (log->last_barrier_ns / 2, (uint64_t)GROUP_WAIT_MAX_NS);
+  start = HHC_MAX (b->first_want_ns, log->last_done_ns);
+  now = hhc_now_ns ();
+  if (now >= start + window)
+    return 0;
+  return start + window - now;
+}
+
 static void *
 writer_thread (void *arg)
 {
@@ -1787,6 +1853,17 @@ writer_thread (void *arg)
           && (log->want_barrier > log->durable_barrier
               || log->want_revs > log->rev_durable))
         {
+          uint64_t wait = group_wait_ns (log);
+          if (wait > 0)
+            {
+              struct timespec ts;
+              clock_gettime (CLOCK_REALTIME, &ts);
+              ts.tv_nsec += (long)wait;
+              ts.tv_sec += ts.tv_nsec / 1000000000L;
+              ts.tv_nsec %= 1000000000L;
+              pthread_cond_timedwait (&log->writer_cv, &log->lock, &ts);
+              continue;
+            }
           log->cur->barrier = true;
           seal (log);
           b = log->qhead;
@@ -1994,6 +2071,8 @@ log_barrier_begin (struct hhc_log *log, struct log_ticket *ticket)
    */
   ticket->seq = log->cur ? log->cur->seq : log->next_seq - 1;
   ticket->revs = log->rev_issued;
+  if (log->cur && log->cur->joiners++ == 0)
+    log->cur->first_want_ns = hhc_now_ns ();
   if (log->want_barrier < ticket->seq)
     log->want_barrier = ticket->seq;
   if (log->want_revs < ticket->revs)

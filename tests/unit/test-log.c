@@ -28,8 +28,9 @@
  *                   next to a blank one that joins).
  *   mirrors_fail    every mirror fails: FLUSH falls back to writing
  *                   back every dirty block.
- *   group_commit    16 threads writing and flushing: far fewer log
- *                   syncs than flushes.
+ *   group_commit    16 threads writing and flushing to a slow log:
+ *                   far fewer log syncs than flushes, and after an SSD
+ *                   loss the replay holds every block's last version.
  *   refusals        logs of another cache, backend, block size or
  *                   log; a log device too small, a valid log too
  *                   small for a bigger segment-size (nothing
@@ -1837,6 +1838,7 @@ test_group_commit (void **state)
   pthread_t th[GC_THREADS];
   struct gc_arg args[GC_THREADS];
   struct hhc_counts c0, c1;
+  uint64_t expect[GC_THREADS * 4];
 
   env_init (&e, 256, 256, 1, LOG_REGION_OFF + 4096 * KiB);
   /* An HDD: a sync takes a while (the log's only; no time is
@@ -1844,6 +1846,10 @@ test_group_commit (void **state)
    */
   to_pdev (e.logs[0].pd)->sync_delay_us = 1000;
   env_open (&e);
+  /* Nothing is written back: the log alone holds what was flushed
+   * (checked by a replay below).
+   */
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
   c0 = counts (&e);
   for (unsigned i = 0; i < GC_THREADS; i++)
     {
@@ -1873,7 +1879,22 @@ test_group_commit (void **state)
           if (it % 4 == k)
             last = it + 1;
         assert_true (reads_v (&e, i * 4 + k, last));
+        expect[i * 4 + k] = last;
       }
+  /* The SSD is lost: the replay of the log (barriers sealed by the
+   * group commit's wait, see group_wait_ns) brings back every block's
+   * last flushed version.
+   */
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < GC_THREADS * 4; l++)
+    if (!backend_has (&e, l, expect[l]))
+      fail_msg ("group commit replay: block %llu holds version %lld, "
+                "expected %llu",
+                (unsigned long long)l, (long long)backend_version (&e, l),
+                (unsigned long long)expect[l]);
   env_close (&e);
   env_free (&e);
 }
