@@ -182,7 +182,11 @@ struct hhc_log {
   uint64_t want_barrier; /* a barrier covering this seq is wanted */
   uint64_t tail_lpos;    /* where the next segment goes */
   uint64_t phead_lpos, phead_seq; /* persisted head */
-  uint64_t base_seq;
+  /* The base every segment header names: where a replay starts.  It
+   * is the last run's until log_rebase has logged every dirty block
+   * again; then this run's first segment (rebase_seq).
+   */
+  uint64_t base_seq, rebase_seq;
   bool rebased, started, stop, writer_busy;
   bool adopt;        /* offline: take the volume the log records */
   uint32_t last_crc; /* writer: crc of the last segment written */
@@ -1906,7 +1910,18 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
   log->last_crc = log->scan.end_crc;
   log->phead_lpos = log->hint_off;
   log->phead_seq = log->hint_seq;
-  log->head_seq = log->written_seq = log->base_seq = log->next_seq;
+  log->head_seq = log->written_seq = log->rebase_seq = log->next_seq;
+  /* A barrier written before log_rebase has logged the dirty blocks
+   * again must not move the replay's start past the last run's
+   * segments, where those blocks still are: until then, segments name
+   * the base that a replay would use now.  (With this run's base, a
+   * crash just after the start-up barrier, a full first segment of
+   * re-logged blocks, then the loss of the SSD lost every dirty block
+   * not yet re-logged, though a FLUSH of the last run covered it.)
+   */
+  log->base_seq = log->scan.last_barrier >= 0
+                      ? log->scan.segs.ptr[log->scan.last_barrier].base
+                      : log->next_seq;
   log->durable_barrier = log->next_seq - 1;
   log->want_barrier = 0;
   if (repair || joined)
@@ -2107,6 +2122,7 @@ int
 log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
             const uint64_t *lbas, size_t n)
 {
+  uint64_t target = 0;
   int r;
 
   hhc_lock (&log->lock);
@@ -2115,25 +2131,43 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
       log->keys[dirty_keys[i]].lba = lbas[i];
       set_unlogged (log, dirty_keys[i], true);
     }
-  /* An empty barrier if nothing else: it carries the new base. */
-  if (log->cur && log->want_barrier < log->cur->seq)
-    log->want_barrier = log->cur->seq;
   pthread_cond_broadcast (&log->writer_cv);
   hhc_unlock (&log->lock);
-  r = log_barrier (log);
+  /* Every dirty block into a buffer (segments written meanwhile still
+   * name the last run's base), then this run's base, then a barrier
+   * that carries it: an empty one if nothing else.  Every segment
+   * whose header is built from now on names the new base, the current
+   * buffer's among them.
+   */
+  r = relog_unlogged (log);
   if (r == 0)
     {
       HHC_SCOPED_LOCK (&log->lock);
-      uint64_t target = log->base_seq;
+      log->base_seq = log->rebase_seq;
+      target = log->cur ? log->cur->seq : log->next_seq;
+      if (log->want_barrier < target)
+        log->want_barrier = target;
+      pthread_cond_broadcast (&log->writer_cv);
+    }
+  if (r == 0)
+    r = log_barrier (log);
+  if (r == 0)
+    {
+      HHC_SCOPED_LOCK (&log->lock);
       while (log->durable_barrier < target && log->healthy > 0)
         pthread_cond_wait (&log->done_cv, &log->lock);
-      log->rebased = true;
-      advance_head (log);
-      r = persist_head (log);
-      /* The head moved: a buffer may fit now (else writes go unlogged
-       * until the writer's next timeout).
-       */
-      try_make_current (log);
+      if (log->durable_barrier < target)
+        r = EIO;
+      else
+        {
+          log->rebased = true;
+          advance_head (log);
+          r = persist_head (log);
+          /* The head moved: a buffer may fit now (else writes go
+           * unlogged until the writer's next timeout).
+           */
+          try_make_current (log);
+        }
     }
   if (r)
     hhc_log (log->logfn, HHC_LOG_ERROR,

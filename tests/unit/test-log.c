@@ -31,6 +31,9 @@
  *   group_commit    16 threads writing and flushing to a slow log:
  *                   far fewer log syncs than flushes, and after an SSD
  *                   loss the replay holds every block's last version.
+ *   rebase_cut      the log fails during the start-up re-log of the
+ *                   dirty blocks, then the SSD is lost: the replay
+ *                   still brings back every flushed block.
  *   refusals        logs of another cache, backend, block size or
  *                   log; a log device too small, a valid log too
  *                   small for a bigger segment-size (nothing
@@ -1899,6 +1902,74 @@ test_group_commit (void **state)
   env_free (&e);
 }
 
+/* ---- a cut during the start-up re-log ---- */
+
+#define RB_BLOCKS 64
+
+/* A reopen with RB_BLOCKS dirty blocks re-logs them: several segments.
+ * The log fails after `at` more writes (a crash at that point, as
+ * far as the log is concerned), then the SSD is lost: the replay must
+ * bring back every block the last run flushed.  Before the start-up
+ * barrier named the last run's base until every dirty block was
+ * logged again, a barrier on the first full segment of re-logged
+ * blocks made the replay skip the last run's segments, and the blocks
+ * not yet re-logged were lost.
+ */
+static void
+test_rebase_cut (void **state)
+{
+  struct env e;
+  unsigned char *ssd, *log, *be;
+
+  env_init (&e, 2 * RB_BLOCKS, 256, 1, LOG_REGION_OFF + 2048 * KiB);
+  e.conf.dirty_low = 90; /* no write-back before the cut */
+  e.conf.dirty_high = 95;
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  for (uint64_t l = 0; l < RB_BLOCKS; l++)
+    env_write (&e, l, 100 + l, false);
+  env_flush (&e);
+  env_close (&e);
+  ssd = dev_save (e.ssd.cd);
+  log = dev_save (e.logs[0].cd);
+  be = malloc (2 * RB_BLOCKS * BS);
+  assert_non_null (be);
+  membackend_peek (e.mb, true, be, 2 * RB_BLOCKS * BS, 0);
+
+  for (uint64_t at = 0; at <= 12; at++)
+    {
+      dev_load (e.ssd.cd, ssd);
+      dev_load (e.logs[0].cd, log);
+      membackend_poke (e.mb, be, 2 * RB_BLOCKS * BS, 0);
+      membackend_fail_all (e.mb, MB_OP_WRITE, true);
+      pdev_fail_after (e.logs[0].pd, at);
+      if (env_try_open (&e) == 0)
+        env_close (&e);
+      pdev_heal (e.logs[0].pd);
+      membackend_fail_all (e.mb, MB_OP_WRITE, false);
+      /* The SSD is lost: replay. */
+      env_new_ssd (&e);
+      env_open (&e);
+      for (uint64_t l = 0; l < RB_BLOCKS; l++)
+        if (!backend_has (&e, l, 100 + l))
+          fail_msg ("log failed after %llu writes of the start-up re-log, "
+                    "then the SSD was lost: block %llu holds version %lld, "
+                    "expected %llu",
+                    (unsigned long long)at, (unsigned long long)l,
+                    (long long)backend_version (&e, l),
+                    (unsigned long long)(100 + l));
+      env_close (&e);
+      /* Back to the SSD of the last run (same size). */
+      tdev_free (&e.ssd);
+      tdev_new (&e.ssd, test_cache_dev_size (e.nslots, BS), NULL, "ssd");
+      e.conf.test_dev = e.ssd.pd;
+    }
+  free (ssd);
+  free (log);
+  free (be);
+  env_free (&e);
+}
+
 /* ---- refusals ---- */
 
 /* A volume on ssd/log that wrote and flushed something. */
@@ -2339,6 +2410,7 @@ main (void)
     cmocka_unit_test (test_mirrors_fail),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
+    cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_random_crashes),
     cmocka_unit_test (test_outage_flush), /* a hang leaves threads */
     cmocka_unit_test (test_full_log),     /* last: a hang leaves threads */
