@@ -83,6 +83,7 @@ struct buf {
   bool barrier;
   uint64_t reserved; /* tail bytes held for it */
   struct buf *next;  /* queue or free list */
+  uint64_t base;     /* base_seq when the writer took it (its header's) */
   /* Group commit: FLUSHes whose ticket names this buffer, and when the
    * first of them came (hhc_now_ns).
    */
@@ -1448,7 +1449,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   memset (hdr, 0, hl);
   memcpy (hdr, LOG_SEG_MAGIC, 8);
   put64 (hdr + 8, b->seq);
-  put64 (hdr + 16, log->base_seq);
+  put64 (hdr + 16, b->base);
   put32 (hdr + 24, flags);
   put32 (hdr + 28, b->nblocks);
   put32 (hdr + 32, b->revokes.len);
@@ -1583,7 +1584,10 @@ write_buffer (struct hhc_log *log, struct buf *b)
     l += log->region_size - phys;
   bool fits
       = l + len <= log->phead_lpos + log->region_size && len <= b->reserved;
-  /* Pop b. */
+  /* Pop b; its header names the base of this moment (build_header
+   * runs without the lock).
+   */
+  b->base = log->base_seq;
   log->qhead = b->next;
   if (log->qhead == NULL)
     log->qtail = NULL;
@@ -1622,7 +1626,7 @@ write_buffer (struct hhc_log *log, struct buf *b)
             {
               /* Wrap marker where the segment would have gone. */
               uint64_t mp = log->tail_lpos % log->region_size;
-              struct buf empty = { .seq = b->seq };
+              struct buf empty = { .seq = b->seq, .base = b->base };
               marker = log->markbuf;
               if (marker == NULL)
                 r = ENOMEM;
