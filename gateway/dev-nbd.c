@@ -8,6 +8,7 @@
  */
 #include <config.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 struct nbd_dev {
   struct hhc_dev dev;
   struct nbd_handle *nbd;
+  bool can_flush; /* as negotiated at open */
 };
 
 static int
@@ -72,7 +74,13 @@ nbd_dev_sync (struct hhc_dev *d)
 {
   struct nbd_dev *n = (struct nbd_dev *)d;
 
-  if (nbd_can_flush (n->nbd) != 1)
+  /* What the server said at open, not nbd_can_flush now: on a handle
+   * whose connection died that fails (-1, EINVAL), and taking the
+   * failure for "no flush needed" made a sync succeed after the server
+   * was gone, so a FLUSH returned with its data lost (the power-cut
+   * campaign's unexplained losses, docs/open-failures.md).
+   */
+  if (!n->can_flush)
     return 0; /* the server says writes are durable when done */
   return nbd_flush (n->nbd, 0) == -1 ? nbd_errno () : 0;
 }
@@ -125,6 +133,15 @@ dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
       nbd_dev_close (&n->dev);
       return EROFS;
     }
+  int cf = nbd_can_flush (n->nbd);
+  if (cf == -1)
+    {
+      int e = nbd_errno ();
+      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri, nbd_get_error ());
+      nbd_dev_close (&n->dev);
+      return e;
+    }
+  n->can_flush = cf == 1;
   n->dev.size = size;
   *devp = &n->dev;
   return 0;
