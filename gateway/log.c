@@ -1679,8 +1679,8 @@ write_buffer (struct hhc_log *log, struct buf *b)
                * next to those that joined it while b was written.
                */
               log->last_group = b->joiners;
-              log->last_barrier_ns = hhc_now_ns () - t0;
-              log->last_done_ns = t0 + log->last_barrier_ns;
+              log->last_done_ns = hhc_now_ns ();
+              log->last_barrier_ns = log->last_done_ns - t0;
               if (log->cur)
                 log->cur->expect = log->cur->joiners + b->joiners;
             }

@@ -4,7 +4,9 @@
  * commands are in flight on a session at once (libiscsi's asynchronous
  * *_task calls).  libiscsi is not thread-safe, so every call on s->ctx
  * is made with s->lock held, and completion callbacks run with it held
- * too.  The slow parts (poll, a requester's wait) never hold it.
+ * too.  Polls and a requester's wait never hold it; a reconnection
+ * (a synchronous login) does, as no command can go on that session
+ * until it is done.
  *
  * Who reads the replies: leader and followers.  A requester queues its
  * command, writes what the socket takes at once, and then waits.  One

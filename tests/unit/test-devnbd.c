@@ -33,7 +33,7 @@
 
 static pid_t server = -1;
 static char dir[] = "/tmp/hhc-devnbd.XXXXXX";
-static char sock[128], uri[192];
+static char sock[128], pidfile[128], uri[192];
 
 static void
 stop_server (void)
@@ -51,11 +51,13 @@ cleanup (void)
 {
   stop_server ();
   unlink (sock);
+  unlink (pidfile);
   rmdir (dir);
 }
 
 /* nbdkit memory on a unix socket of our own; false if nbdkit is not
- * there.  Waits (bounded: 10 s) for the socket.
+ * there.  Waits (bounded: 10 s) for its pid file, which nbdkit writes
+ * once it accepts connections.
  */
 static bool
 start_server (void)
@@ -65,6 +67,7 @@ start_server (void)
   if (mkdtemp (dir) == NULL)
     return false;
   snprintf (sock, sizeof sock, "%s/s.sock", dir);
+  snprintf (pidfile, sizeof pidfile, "%s/s.pid", dir);
   snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
   server = fork ();
   if (server == 0)
@@ -75,8 +78,8 @@ start_server (void)
           dup2 (null, 0);
           dup2 (null, 1);
         }
-      execlp ("nbdkit", "nbdkit", "-f", "-U", sock, "memory", "1M",
-              (char *)NULL);
+      execlp ("nbdkit", "nbdkit", "-f", "-P", pidfile, "-U", sock, "memory",
+              "1M", (char *)NULL);
       _exit (127);
     }
   if (server < 0)
@@ -84,7 +87,7 @@ start_server (void)
   for (int i = 0; i < 1000; i++)
     {
       int status;
-      if (stat (sock, &st) == 0)
+      if (stat (pidfile, &st) == 0 && st.st_size > 0)
         return true;
       if (waitpid (server, &status, WNOHANG) == server)
         {
