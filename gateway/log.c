@@ -185,9 +185,10 @@ struct hhc_log {
   uint64_t phead_lpos, phead_seq; /* persisted head */
   /* The base every segment header names: where a replay starts.  It
    * is the last run's until log_rebase has logged every dirty block
-   * again; then this run's first segment (rebase_seq).
+   * again; then this run's first segment (rebase_seq), from the
+   * segment that holds the last of them (base_from) on.
    */
-  uint64_t base_seq, rebase_seq;
+  uint64_t base_seq, rebase_seq, base_from;
   bool rebased, started, stop, writer_busy;
   bool adopt;        /* offline: take the volume the log records */
   uint32_t last_crc; /* writer: crc of the last segment written */
@@ -1585,8 +1586,14 @@ write_buffer (struct hhc_log *log, struct buf *b)
   bool fits
       = l + len <= log->phead_lpos + log->region_size && len <= b->reserved;
   /* Pop b; its header names the base of this moment (build_header
-   * runs without the lock).
+   * runs without the lock).  A segment sealed before the last re-logged
+   * block's keeps the last run's base even when it is taken after the
+   * switch: a barrier there with this run's base would make a replay
+   * skip the last run's segments, where the blocks re-logged after it
+   * still are.
    */
+  if (b->seq >= log->base_from)
+    log->base_seq = log->rebase_seq;
   b->base = log->base_seq;
   log->qhead = b->next;
   if (log->qhead == NULL)
@@ -1926,6 +1933,7 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
   log->base_seq = log->scan.last_barrier >= 0
                       ? log->scan.segs.ptr[log->scan.last_barrier].base
                       : log->next_seq;
+  log->base_from = UINT64_MAX;
   log->durable_barrier = log->next_seq - 1;
   log->want_barrier = 0;
   if (repair || joined)
@@ -2138,17 +2146,17 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
   pthread_cond_broadcast (&log->writer_cv);
   hhc_unlock (&log->lock);
   /* Every dirty block into a buffer (segments written meanwhile still
-   * name the last run's base), then this run's base, then a barrier
-   * that carries it: an empty one if nothing else.  Every segment
-   * whose header is built from now on names the new base, the current
-   * buffer's among them.
+   * name the last run's base), then this run's base from the segment
+   * that holds the last of them (the current buffer, or the next one)
+   * on, then a barrier there: an empty one if nothing else.  Sealed
+   * buffers still queued keep the last run's base (write_seg).
    */
   r = relog_unlogged (log);
   if (r == 0)
     {
       HHC_SCOPED_LOCK (&log->lock);
-      log->base_seq = log->rebase_seq;
       target = log->cur ? log->cur->seq : log->next_seq;
+      log->base_from = target;
       if (log->want_barrier < target)
         log->want_barrier = target;
       pthread_cond_broadcast (&log->writer_cv);

@@ -25,6 +25,7 @@ configs=(
   "all2|-DALL2=1 -DMAXRUNS=1 -DMAXWB=2|both clients write and trim"
   "mirrors|-DMAXFAIL=2 -DMAXOPS=2|mirrors fail while running, down to none (wbflush)"
   "emerg|-DEMERG_FULL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|emergency barriers also in a full log, with no ticket owed"
+  "rebase|-DNPOS=5|a log big enough to re-log two dirty blocks at start-up, barriers during it"
 )
 if [ -n "${HHC_MODEL_FULL:-}" ]; then
   configs+=(
@@ -32,6 +33,8 @@ if [ -n "${HHC_MODEL_FULL:-}" ]; then
     "ops4|-DMAXOPS=4 -DMAXRUNS=1|four operations in one run"
     "ops3-wb2|-DMAXWB=2|two write-backs per run"
     "emerg-main|-DEMERG_FULL|emergency barriers in a full log, two runs"
+    "rebase-deep|-DNPOS=5 -DMAXWB=0 -DMAXRECLAIM=0 -DMAXOPS=4 -DMAXRUNS=3|three runs, four operations, start-up re-logs"
+    "anybar|-DANYBAR|any segment may be a barrier (log.c past half full)"
   )
 fi
 

@@ -31,7 +31,9 @@
  */
 
 #define NLBA 2
+#ifndef NPOS
 #define NPOS 3          /* segment positions in the circular log region */
+#endif
 #define SEGCAP 1        /* entries per segment buffer */
 #define NMIR 2          /* log mirrors */
 #define NCLIENT 2
@@ -147,7 +149,9 @@ byte dyseq[NLBA];     /* oldest dead entry of x that must still hold the head */
 byte tailpos;         /* next write position */
 byte nextseq;         /* seq of the next record */
 byte nused;           /* positions in use from the persisted head */
-byte baseseq;         /* base_seq: first seq of this run */
+byte baseseq;         /* base_seq: where a replay of this run's barriers starts */
+byte rebase;          /* rebase_seq: first seq of this run */
+byte basefrom;        /* base_from: buffers from this id on name rebase (NONE: none yet) */
 byte hpos;            /* persisted head (RAM copy of the hint) */
 byte hseq;
 bool startdur;        /* this run's start-up barrier is durable */
@@ -904,6 +908,17 @@ inline write_seg() {
      (wantrev != 0 && buf[hb].rvu >= wantrev) -> buf[hb].bar = 1
   :: else
   fi;
+  /* C: past half full, every segment is a barrier (`tight`): during
+   * start-up (ANYBAR: always) any segment may be one.
+   */
+  if
+#ifdef ANYBAR
+  :: !buf[hb].bar -> buf[hb].bar = 1
+#else
+  :: !started && !buf[hb].bar -> buf[hb].bar = 1
+#endif
+  :: skip
+  fi;
   hrv = buf[hb].rev;
 #ifdef MUT_REVOKE_UNCOVERED
   /* the barrier's revokes go into the next segment */
@@ -914,6 +929,15 @@ inline write_seg() {
      :: else -> pendrev = pendrev | hrv
      fi;
      hrv = 0
+  :: else
+  fi;
+#endif
+#ifndef MUT_BASE_AT_SWITCH
+  /* Fix 7: buffers sealed before the start-up re-log was complete keep
+   * the last run's base, even when written after the switch.
+   */
+  if
+  :: buf[hb].id >= basefrom -> baseseq = rebase
   :: else
   fi;
 #endif
@@ -1007,7 +1031,10 @@ inline sync_barrier() {
        fi
      }
      hrv = 0;
-     startdur = true;
+     if
+     :: buf[spb].id >= basefrom -> startdur = true
+     :: else   /* (a barrier during the start-up re-log) */
+     fi;
      for (t_ : 0 .. NLBA - 1) {
        if
        :: locs[t_] != 0 -> release(t_)
@@ -1152,7 +1179,18 @@ end_st:
          fi
        :: else
        fi;
-       barrier_progress(ststage, stx, sttgt, strev, 0) }
+       barrier_progress(ststage, stx, sttgt, strev, 0);
+       /* Every dirty block is in a buffer: this run's base from the
+        * start-up barrier's buffer on (C: log_rebase, base_from).
+        */
+       if
+       :: ststage == C_WAIT && basefrom == NONE ->
+          basefrom = sttgt
+#ifdef MUT_BASE_AT_SWITCH
+          ; baseseq = rebase
+#endif
+       :: else
+       fi }
   :: atomic { up && ststage == C_WAIT && (durid >= sttgt || nfailed == NMIR) ->
        /* (if the last mirror failed meanwhile, FLUSHes write back) */
        printf("MSC: start-up barrier durable\n");
@@ -1227,6 +1265,7 @@ inline forget_ram() {
   }
   x = 0;
   tailpos = 0; nextseq = 0; nused = 0; baseseq = 0; hpos = 0; hseq = 0;
+  rebase = 0; basefrom = 0;
   startdur = 0; widctr = 0; lastwid = 0; trimunfl = 0;
   flst = 0; flx = 0; flp = 0; wbs = 0; cdone = 0;
   ststage = C_IDLE; stx = 0; sttgt = 0; strev = 0; started = 0; maycrash = 0
@@ -1487,13 +1526,22 @@ inline restart() {
      hseq = 1
   fi;
   printf("MSC: restart: tail seq %d at %d, head %d at %d, used %d\n", nextseq, tailpos, hseq, hpos, nused);
+  /* Fix 7: until the start-up re-log is complete, segments name the
+   * base a replay would use now: the last barrier's (C: log_start).
+   */
+#ifdef MUT_BASE_AT_START
+  baseseq = nextseq;
+#else
+  baseseq = (lb != 0 && nfailed < NMIR -> lbase : nextseq);
+#endif
+  rebase = nextseq;
+  basefrom = NONE;
   p = 0;
   s = 0;
   n = 0;
   lb = 0;
   lbase = 0;
   lw = 0;
-  baseseq = nextseq;
 #ifdef FLAW_START_HEAD
   startdur = true;
 #else
@@ -1562,6 +1610,8 @@ init
     tailpos = 0;
     nextseq = 1;
     baseseq = 1;
+    rebase = 1;
+    basefrom = 0;
     hseq = 1;
     startdur = true;
     opsleft = MAXOPS;

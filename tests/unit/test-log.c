@@ -34,6 +34,9 @@
  *   rebase_cut      the log fails during the start-up re-log of the
  *                   dirty blocks, then the SSD is lost: the replay
  *                   still brings back every flushed block.
+ *   rebase_tight    the same with a log more than half full (every
+ *                   segment a barrier) and a slow log sync (buffers
+ *                   queued when the re-log is done).
  *   refusals        logs of another cache, backend, block size or
  *                   log; a log device too small, a valid log too
  *                   small for a bigger segment-size (nothing
@@ -1970,6 +1973,84 @@ test_rebase_cut (void **state)
   env_free (&e);
 }
 
+/* The same with a log more than half full at start-up, small segments
+ * and a slow log sync: every segment the writer takes is then a
+ * barrier, and several buffers of re-logged blocks wait for it when
+ * log_rebase switches to this run's base.  A barrier taken after the
+ * switch but before the last re-logged block's segment must still
+ * name the last run's base: with this run's, a replay from it skipped
+ * the last run's segments and lost the blocks re-logged after it.
+ */
+#define RT_BLOCKS 64
+#define RT_PASSES 4
+
+static void
+test_rebase_tight (void **state)
+{
+  struct env e;
+  unsigned char *ssd, *log, *be;
+  uint64_t expect[RT_BLOCKS];
+  const uint64_t besize = 2 * RT_BLOCKS * BS;
+
+  env_init (&e, 2 * RT_BLOCKS, 256, 1, LOG_REGION_OFF + 2048 * KiB);
+  e.conf.dirty_low = 90; /* no write-back before the cut */
+  e.conf.dirty_high = 95;
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  /* Dead entries that hold no segment (each keeps a live one): the
+   * log is more than half full when the next run re-logs the blocks.
+   */
+  for (uint64_t l = 0; l < RT_BLOCKS; l++)
+    env_write (&e, l, expect[l] = 100 + l, false);
+  env_flush (&e);
+  for (unsigned pass = 0; pass < RT_PASSES; pass++)
+    {
+      for (uint64_t l = 0; l < RT_BLOCKS; l++)
+        if (l % 4 != 0)
+          env_write (&e, l, expect[l] = 200 + 100 * pass + l, false);
+      env_flush (&e);
+    }
+  env_close (&e);
+  ssd = dev_save (e.ssd.cd);
+  log = dev_save (e.logs[0].cd);
+  be = malloc (besize);
+  assert_non_null (be);
+  membackend_peek (e.mb, true, be, besize, 0);
+
+  for (uint64_t at = 0; at <= 40; at++)
+    {
+      dev_load (e.ssd.cd, ssd);
+      dev_load (e.logs[0].cd, log);
+      membackend_poke (e.mb, be, besize, 0);
+      membackend_fail_all (e.mb, MB_OP_WRITE, true);
+      to_pdev (e.logs[0].pd)->sync_delay_us = 2000;
+      pdev_fail_after (e.logs[0].pd, at);
+      if (env_try_open (&e) == 0)
+        env_close (&e);
+      pdev_heal (e.logs[0].pd);
+      to_pdev (e.logs[0].pd)->sync_delay_us = 0;
+      membackend_fail_all (e.mb, MB_OP_WRITE, false);
+      env_new_ssd (&e);
+      env_open (&e);
+      for (uint64_t l = 0; l < RT_BLOCKS; l++)
+        if (!backend_has (&e, l, expect[l]))
+          fail_msg ("log (more than half full) failed after %llu writes of "
+                    "the start-up re-log, then the SSD was lost: block %llu "
+                    "holds version %lld, expected %llu",
+                    (unsigned long long)at, (unsigned long long)l,
+                    (long long)backend_version (&e, l),
+                    (unsigned long long)expect[l]);
+      env_close (&e);
+      tdev_free (&e.ssd);
+      tdev_new (&e.ssd, test_cache_dev_size (e.nslots, BS), NULL, "ssd");
+      e.conf.test_dev = e.ssd.pd;
+    }
+  free (ssd);
+  free (log);
+  free (be);
+  env_free (&e);
+}
+
 /* ---- refusals ---- */
 
 /* A volume on ssd/log that wrote and flushed something. */
@@ -2411,6 +2492,7 @@ main (void)
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_rebase_cut),
+    cmocka_unit_test (test_rebase_tight),
     cmocka_unit_test (test_random_crashes),
     cmocka_unit_test (test_outage_flush), /* a hang leaves threads */
     cmocka_unit_test (test_full_log),     /* last: a hang leaves threads */
