@@ -1213,6 +1213,34 @@ add_revoke (struct hhc_log *log, uint64_t lba)
     seal (log);
 }
 
+/* The position of key's entry in the current buffer b, which holds
+ * this slot's block of the same LBA: a slot that took another LBA
+ * without its entry revoked would put one LBA's data under another's
+ * in the log (DESIGN.md 4, invariant 1; docs/open-failures.md 1).
+ * Never expected: stop with a core rather than log it so (a crash
+ * loses nothing that a FLUSH covered).  Lock held.
+ */
+static uint32_t
+in_place_pos (struct hhc_log *log, const struct buf *b, uint32_t key,
+              uint64_t lba)
+{
+  uint32_t pos = log->keys[key].pos & POS_MASK;
+
+  if (pos >= b->nblocks || b->keys[pos] != key || b->lbas[pos] != lba)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log: internal error: slot %" PRIu32 " (LBA %" PRIu64
+               ") has entry %" PRIu32 " of %" PRIu32
+               " in the current buffer, which is slot %" PRIu32
+               " and LBA %" PRIu64 "; stopping",
+               key, lba, pos, b->nblocks,
+               pos < b->nblocks ? b->keys[pos] : UINT32_MAX,
+               pos < b->nblocks ? b->lbas[pos] : UINT64_MAX);
+      abort ();
+    }
+  return pos;
+}
+
 void
 log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
 {
@@ -1237,7 +1265,8 @@ log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
   if (e->seg == ring)
     {
       /* Still in the buffer being filled: replace in place. */
-      memcpy (b->data + (size_t)(e->pos & POS_MASK) * log->bs, data, log->bs);
+      memcpy (b->data + (size_t)in_place_pos (log, b, key, lba) * log->bs, data,
+              log->bs);
       return;
     }
   uint32_t older = 0;
@@ -1270,8 +1299,10 @@ log_update (struct hhc_log *log, uint32_t key, uint64_t lba, const void *buf,
   e->lba = lba;
   if (log->cur && e->seg == log->cur->seq % log->ring_cap
       && !is_unlogged (log, key))
-    memcpy (log->cur->data + (size_t)(e->pos & POS_MASK) * log->bs + off, buf,
-            len);
+    memcpy (log->cur->data
+                + (size_t)in_place_pos (log, log->cur, key, lba) * log->bs
+                + off,
+            buf, len);
   else
     set_unlogged (log, key, true); /* a barrier reads it back */
 }

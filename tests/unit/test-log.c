@@ -37,6 +37,10 @@
  *   rebase_tight    the same with a log more than half full (every
  *                   segment a barrier) and a slow log sync (buffers
  *                   queued when the re-log is done).
+ *   slot_reuse      slots written back, evicted and taken by other
+ *                   LBAs while their revoked entries are still in the
+ *                   buffer being filled; then the SSD is lost: every
+ *                   LBA gets back its own data, never another's.
  *   refusals        logs of another cache, backend, block size or
  *                   log; a log device too small, a valid log too
  *                   small for a bigger segment-size (nothing
@@ -2054,6 +2058,91 @@ test_rebase_tight (void **state)
 /* ---- refusals ---- */
 
 /* A volume on ssd/log that wrote and flushed something. */
+/* ---- slot reuse ---- */
+
+#define SR_SLOTS 16
+#define SR_ROUNDS 10
+#define SR_BLOCKS (SR_SLOTS * SR_ROUNDS + 8)
+
+/* Write back every dirty block (bounded). */
+static void
+write_back_all (struct env *e)
+{
+  for (int i = 0; i < 1000; i++)
+    {
+      long n = flusher_batch (e->vol, &e->be, 2);
+      assert_true (n >= 0);
+      if (n == 0 && counts (e).dirty == 0)
+        return;
+    }
+  fail_msg ("slot reuse: write-back did not finish");
+}
+
+/* Every round writes SR_SLOTS new LBAs into a cache of SR_SLOTS slots,
+ * so each round's writes take the slots of the last round's blocks
+ * once they are written back and evicted; write-back runs halfway
+ * through a round too, so revoked entries leave the current buffer
+ * (the last block moved into their place) and their slots come back
+ * under other LBAs before any barrier; only every third round ends in
+ * a FLUSH.  The last round is not written back: the SSD is lost and
+ * the replay must give every LBA its own last version
+ * (docs/open-failures.md 1; log_append's in-place check).
+ */
+static void
+test_slot_reuse (void **state)
+{
+  struct env e;
+  uint64_t expect[SR_BLOCKS] = { 0 };
+
+  env_init (&e, SR_BLOCKS, SR_SLOTS, 1, LOG_REGION_OFF + 1024 * KiB);
+  env_open (&e);
+  for (uint64_t k = 0; k < SR_ROUNDS; k++)
+    {
+      for (uint64_t i = 0; i < SR_SLOTS; i++)
+        {
+          uint64_t lba = k * SR_SLOTS + (i * 7) % SR_SLOTS;
+          env_write (&e, lba, k + 1, false);
+          expect[lba] = k + 1;
+          if (i == 3)
+            {
+              /* A rewrite in place, in the buffer being filled. */
+              env_write (&e, lba, 100 + k, false);
+              expect[lba] = 100 + k;
+            }
+          if (i == SR_SLOTS / 2 && k + 1 < SR_ROUNDS)
+            write_back_all (&e);
+        }
+      /* A trim revokes a block of the second half (written after the
+       * write-back) while the others stay in the buffer (the last one
+       * moves into its place); the moved one is then rewritten in
+       * place, the trimmed one anew.
+       */
+      uint64_t first = k * SR_SLOTS + (9 * 7) % SR_SLOTS;
+      uint64_t last = k * SR_SLOTS + (15 * 7) % SR_SLOTS;
+      assert_int_equal (hhc_trim (e.vol, &e.be, BS, first * BS, false), 0);
+      env_write (&e, last, 200 + k, false);
+      expect[last] = 200 + k;
+      env_write (&e, first, 300 + k, false);
+      expect[first] = 300 + k;
+      if (k % 3 == 2 || k + 1 == SR_ROUNDS)
+        env_flush (&e);
+      if (k + 1 < SR_ROUNDS)
+        write_back_all (&e);
+    }
+  for (uint64_t l = 0; l < SR_BLOCKS; l++)
+    assert_true (reads_v (&e, l, expect[l]));
+  /* Nothing more reaches the backend but the replay. */
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_new_ssd (&e);
+  env_open (&e);
+  check_backend_state (&e, expect, "slot reuse, after the SSD is lost");
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
 static void
 make_pair (struct env *e, uint64_t v)
 {
@@ -2491,6 +2580,7 @@ main (void)
     cmocka_unit_test (test_mirrors_fail),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
+    cmocka_unit_test (test_slot_reuse),
     cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_rebase_tight),
     cmocka_unit_test (test_random_crashes),
