@@ -458,6 +458,9 @@ state_to_string (enum cache_state st)
       return "closed cleanly";
     case CACHE_IN_USE_WB:
       return "in use or not closed cleanly (wb: clean blocks are kept)";
+    case CACHE_IN_USE_HHC:
+      return "in use or not closed cleanly (hhc: the next start redoes the "
+             "log into the cache)";
     case CACHE_IN_USE:
     default:
       return "in use or not closed cleanly (pt/wt: clean blocks are dropped "
@@ -600,7 +603,7 @@ replay_count (struct hhc_log *log, uint64_t *n)
   int r;
 
   *n = 0;
-  quiet_core = true; /* "wrote N blocks to the backend": it did not */
+  quiet_core = true; /* "N blocks replayed": none were */
   r = log_replay (log, count_block, NULL, n);
   quiet_core = false;
   return r;

@@ -250,7 +250,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
         {
           c->state_seq[i] = get64 (pg + 8);
           st[i] = get32 (pg + 4);
-          if (st[i] > CACHE_IN_USE_WB)
+          if (st[i] > CACHE_IN_USE_HHC)
             st[i] = CACHE_IN_USE; /* unknown: the safe side */
         }
     }

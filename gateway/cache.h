@@ -112,6 +112,10 @@ enum cache_state {
   CACHE_IN_USE = 0,    /* open (or crashed): clean blocks untrusted */
   CACHE_CLOSED = 1,    /* closed cleanly: everything trusted */
   CACHE_IN_USE_WB = 2, /* open in wb: clean blocks trusted */
+  /* Open in hhc: clean blocks trusted, and what FLUSHes covered since
+   * the last checkpoint is in the log only (redo it at start).
+   */
+  CACHE_IN_USE_HHC = 3,
 };
 int cache_read_state (struct hhc_cache *c, enum cache_state *state);
 int cache_write_state (struct hhc_cache *c, enum cache_state state);

@@ -186,6 +186,7 @@ struct hhc_counts {
   /* The HDD log (zero without one). */
   uint64_t log_segments, log_barriers, log_syncs, log_blocks, log_revokes;
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;
+  uint64_t log_checkpoints, log_redone; /* write-ahead (DESIGN.md 5) */
   unsigned log_mirrors, log_mirrors_failed;
 };
 void hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c);

@@ -183,6 +183,12 @@ struct hhc_log {
   uint64_t want_barrier; /* a barrier covering this seq is wanted */
   uint64_t tail_lpos;    /* where the next segment goes */
   uint64_t phead_lpos, phead_seq; /* persisted head */
+  /* Write-ahead: the in-memory head when the last checkpoint began.
+   * The SSD reflects every segment before it, so a persisted head may
+   * go up to here and no further (persist_head).
+   */
+  uint64_t ckpt_lpos, ckpt_seq;
+  bool lost_ckpt; /* the checkpoint after the last mirror failed */
   /* The base every segment header names: where a replay starts.  It
    * is the last run's until log_rebase has logged every dirty block
    * again; then this run's first segment (rebase_seq), from the
@@ -1053,7 +1059,7 @@ log_replay (struct hhc_log *log,
     }
   if (r == 0)
     hhc_log (log->logfn, HHC_LOG_INFO,
-             "log replay: wrote %" PRIu64 " blocks to the backend", total);
+             "log replay: %" PRIu64 " blocks replayed", total);
 out:
   if (r)
     hhc_log (log->logfn, HHC_LOG_ERROR, "log replay failed: %s", strerror (r));
@@ -1437,6 +1443,40 @@ apply_deaths (struct hhc_log *log)
  * segments dead must be durable before those segments may be
  * overwritten.
  */
+static uint64_t
+mem_head_seq (struct hhc_log *log)
+{
+  return log->head_seq < log->written_seq ? log->head_seq : log->written_seq;
+}
+
+/* Write-ahead checkpoint (lock held; dropped during it): FLUSH synced
+ * only the log, so the segments behind the in-memory head may hold the
+ * only durable copy of what a FLUSH covered (the SSD's slot data and
+ * metadata are not synced for it).  Commit the SSD: afterwards it
+ * holds everything those segments did, and the head may be persisted
+ * up to where it was when the commit began.
+ */
+static int
+checkpoint_locked (struct hhc_log *log)
+{
+  struct log_callbacks cb = log->cb;
+  uint64_t lpos = mem_head_lpos (log), seq = mem_head_seq (log);
+  int r;
+
+  if (cb.checkpoint == NULL || lpos <= log->ckpt_lpos)
+    return 0;
+  hhc_unlock (&log->lock);
+  r = cb.checkpoint (cb.opaque);
+  hhc_lock (&log->lock);
+  if (r == 0 && lpos > log->ckpt_lpos)
+    {
+      log->ckpt_lpos = lpos;
+      log->ckpt_seq = seq;
+      log->st.checkpoints++;
+    }
+  return r;
+}
+
 static int
 persist_head (struct hhc_log *log)
 {
@@ -1444,11 +1484,19 @@ persist_head (struct hhc_log *log)
   uint64_t lpos, seq;
   int r;
 
+  if ((r = checkpoint_locked (log)) != 0)
+    return r;
   hhc_unlock (&log->lock);
   hhc_lock (&log->io_lock); /* io_lock -> lock */
   hhc_lock (&log->lock);
   lpos = mem_head_lpos (log);
-  seq = log->head_seq < log->written_seq ? log->head_seq : log->written_seq;
+  seq = mem_head_seq (log);
+  if (log->cb.checkpoint && lpos > log->ckpt_lpos)
+    {
+      /* The head moved on during the checkpoint: only as far as it. */
+      lpos = log->ckpt_lpos;
+      seq = log->ckpt_seq;
+    }
   if (lpos <= log->phead_lpos)
     {
       hhc_unlock (&log->io_lock);
@@ -1892,6 +1940,21 @@ writer_thread (void *arg)
   for (;;)
     {
       struct buf *b = log->qhead;
+      if (log->healthy == 0 && !log->lost_ckpt && log->cb.checkpoint)
+        {
+          /* The last mirror failed: what FLUSHes made durable only in
+           * the log must be on the SSD now (its FLUSHes commit the SSD
+           * themselves from here on).
+           */
+          struct log_callbacks cb = log->cb;
+          log->lost_ckpt = true;
+          hhc_unlock (&log->lock);
+          int r = cb.checkpoint (cb.opaque);
+          hhc_lock (&log->lock);
+          if (r == 0)
+            log->st.checkpoints++;
+          continue;
+        }
       /* A barrier is owed (its segment may have been sealed because it
        * was full, and written without the flag): seal what is current.
        */

@@ -59,6 +59,13 @@ struct log_callbacks {
   int (*relog) (void *opaque, uint32_t key, uint64_t lba);
   /* The log is filling up: write back the oldest dirty blocks. */
   void (*pressure) (void *opaque);
+  /* Write-ahead (DESIGN.md 5): make the SSD's slot data and metadata
+   * durable (cache_commit).  Called before the persisted head moves
+   * (the log space behind it may then be reused), and once when the
+   * last mirror fails.  NULL: FLUSH commits the SSD itself, and the
+   * head moves freely.  0 or errno.
+   */
+  int (*checkpoint) (void *opaque);
 };
 
 struct log_conf {
@@ -176,6 +183,7 @@ double log_usage (struct hhc_log *log);
 struct log_stats {
   uint64_t segments, barriers, syncs, bytes, blocks, revokes;
   uint64_t relogged, unlogged_now, full_waits, reclaimed, head_persists;
+  uint64_t checkpoints;
   uint64_t region_size, used;
   unsigned mirrors, mirrors_failed;
 };

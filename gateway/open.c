@@ -316,6 +316,16 @@ settle_after_load (struct hhc_volume *vol)
   if (r)
     return r;
   vol->loaded_state = state;
+  if (state == CACHE_IN_USE_HHC && vol->conf.mode != HHC_MODE_HHC)
+    {
+      /* FLUSHes since its last checkpoint are in the log only. */
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the last run, in mode hhc, did not stop cleanly and its "
+               "log holds data this cache does not: start it in mode hhc "
+               "with its log= first (mode=%s refused)",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
   if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);
@@ -325,11 +335,15 @@ settle_after_load (struct hhc_volume *vol)
                " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
+  if (vol->log)
+    state = CACHE_IN_USE_HHC;
+  else if (hhc_mode_is_wb (vol->conf.mode))
+    state = CACHE_IN_USE_WB;
+  else
+    state = CACHE_IN_USE;
   r = cache_commit (&vol->cache);
   if (r == 0)
-    r = cache_write_state (&vol->cache, hhc_mode_is_wb (vol->conf.mode)
-                                            ? CACHE_IN_USE_WB
-                                            : CACHE_IN_USE);
+    r = cache_write_state (&vol->cache, state);
   return r;
 }
 
@@ -536,6 +550,7 @@ struct replay_ctx {
   struct hhc_volume *vol;
   void *bctx;
   unsigned last_pct;
+  uint64_t to_backend; /* redo: blocks written to the backend */
 };
 
 static int
@@ -547,6 +562,57 @@ replay_write (void *opaque, const void *buf, uint64_t lba)
   uint32_t len = HHC_MIN ((uint64_t)vol->bs, vol->info.size - off);
 
   return vol->ops->pwrite (rc->bctx, buf, len, off, false);
+}
+
+/* Redo one block of the log into the cache (the restart after a crash
+ * in hhc: FLUSH synced only the log): into the slot the loaded metadata
+ * names for this LBA, else a free slot (persisted free: invariant 1),
+ * else the backend.  The block becomes dirty; start_log logs it again.
+ * Nothing runs yet but this thread.
+ */
+static int
+redo_write (void *opaque, const void *buf, uint64_t lba)
+{
+  struct replay_ctx *rc = opaque;
+  struct hhc_volume *vol = rc->vol;
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  bool fresh = false;
+  uint32_t s;
+  int r;
+
+  hhc_lock (&st->lock);
+  s = index_lookup (&vol->idx, lba);
+  if (s == HHC_NIL && (s = cache_alloc_slot (&vol->cache)) != HHC_NIL)
+    {
+      index_insert (&vol->idx, s, lba);
+      fresh = true;
+    }
+  hhc_unlock (&st->lock);
+  if (s == HHC_NIL)
+    {
+      rc->to_backend++;
+      return replay_write (opaque, buf, lba);
+    }
+  r = cache_write_slot (&vol->cache, s, buf, 0, vol->bs);
+  hhc_lock (&st->lock);
+  if (r && fresh)
+    {
+      index_remove (&vol->idx, s);
+      cache_unalloc_slot (&vol->cache, s);
+    }
+  else if (r == 0 && (fresh || slot_state (&vol->idx.slots[s]) < SLOT_DIRTY))
+    {
+      cache_set_state (&vol->cache, s, SLOT_DIRTY);
+      vol->ndirty++;
+      if (fresh)
+        lru_insert_dirty (&vol->lru, s);
+      else
+        lru_make_dirty (&vol->lru, s);
+    }
+  hhc_unlock (&st->lock);
+  if (r == 0)
+    vol->redone++;
+  return r;
 }
 
 static void
@@ -568,6 +634,14 @@ log_relog_cb (void *opaque, uint32_t key, uint64_t lba)
   return vol_relog (opaque, key, lba);
 }
 
+static int
+log_checkpoint_cb (void *opaque)
+{
+  struct hhc_volume *vol = opaque;
+
+  return cache_commit (&vol->cache);
+}
+
 static void
 log_pressure_cb (void *opaque)
 {
@@ -584,8 +658,9 @@ log_pressure_cb (void *opaque)
 static int
 start_log (struct hhc_volume *vol, void *bctx)
 {
-  struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb };
-  struct replay_ctx rc = { vol, bctx, 0 };
+  struct log_callbacks cb
+      = { vol, log_relog_cb, log_pressure_cb, log_checkpoint_cb };
+  struct replay_ctx rc = { vol, bctx, 0, 0 };
   uint32_t *keys = NULL;
   uint64_t *lbas = NULL;
   size_t n = 0;
@@ -600,6 +675,32 @@ start_log (struct hhc_volume *vol, void *bctx)
       if (r)
         return r;
       vol->replay_pending = false;
+    }
+  else if (vol->loaded_state == CACHE_IN_USE_HHC)
+    {
+      /* A crash in hhc: what FLUSHes covered since the last checkpoint
+       * is in the log only.  Redo it into the cache (the log stays as
+       * it is until the new base barrier, so a crash during the redo
+       * just redoes again).
+       */
+      r = log_replay (vol->log, redo_write, replay_progress, &rc);
+      if (r == 0)
+        r = cache_commit (&vol->cache);
+      if (r == 0 && rc.to_backend > 0)
+        r = vol->ops->flush (bctx);
+      if (r)
+        {
+          hhc_log (vol->conf.log, HHC_LOG_ERROR,
+                   "log: redoing the last run's log into the cache: %s",
+                   strerror (r));
+          return r;
+        }
+      if (vol->redone || rc.to_backend)
+        hhc_log (vol->conf.log, HHC_LOG_INFO,
+                 "log: the last run did not stop cleanly: redid %" PRIu64
+                 " blocks into the cache, wrote %" PRIu64
+                 " to the backend (no free slot)",
+                 vol->redone, rc.to_backend);
     }
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
@@ -658,14 +759,16 @@ log_json (struct hhc_volume *vol)
     json_array_append_new (
         m, json_pack ("{s:s,s:b}", "name", name, "failed", failed));
   o = json_pack (
-      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "segments",
+      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "segments",
       (json_int_t)c.log_segments, "barriers", (json_int_t)c.log_barriers,
       "syncs", (json_int_t)c.log_syncs, "blocks", (json_int_t)c.log_blocks,
       "revokes", (json_int_t)c.log_revokes, "relogged",
       (json_int_t)c.log_relogged, "full_waits", (json_int_t)c.log_full_waits,
-      "used_bytes", (json_int_t)c.log_used, "region_bytes",
-      (json_int_t)c.log_region, "mirrors", (json_int_t)c.log_mirrors,
-      "mirrors_failed", (json_int_t)c.log_mirrors_failed);
+      "checkpoints", (json_int_t)c.log_checkpoints, "redone",
+      (json_int_t)c.log_redone, "used_bytes", (json_int_t)c.log_used,
+      "region_bytes", (json_int_t)c.log_region, "mirrors",
+      (json_int_t)c.log_mirrors, "mirrors_failed",
+      (json_int_t)c.log_mirrors_failed);
   if (o)
     json_object_set_new (o, "mirror", m);
   else
@@ -784,7 +887,9 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_revokes = ls.revokes;
       c->log_relogged = ls.relogged;
       c->log_reclaimed = ls.reclaimed;
+      c->log_redone = vol->redone;
       c->log_full_waits = ls.full_waits;
+      c->log_checkpoints = ls.checkpoints;
       c->log_used = ls.used;
       c->log_region = ls.region_size;
       c->log_mirrors = ls.mirrors;

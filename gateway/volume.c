@@ -22,7 +22,8 @@
  *
  * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
  * write metadata pages, sync) + a backend flush when anything went to
- * the backend directly (always in pt and wt).
+ * the backend directly (always in pt and wt); in hhc the log barrier
+ * instead of the commit (hhc_flush).
  */
 #include <config.h>
 
@@ -857,6 +858,12 @@ flush_backend (struct hhc_volume *vol, void *bctx)
  * the cache (slot data and metadata).  A trim or zero has committed its
  * frees before it reached the backend (commit_invalidations), so the
  * order only decides which of the two a failed FLUSH leaves undone.
+ *
+ * hhc: the log is a write-ahead log (DESIGN.md 5): every dirty block in
+ * a synced barrier segment is all a FLUSH needs.  The SSD is committed
+ * at checkpoints instead (before the log's persisted head moves past
+ * segments it may still need, see log.c persist_head), and a restart
+ * after a crash redoes the log into the cache (open.c start_log).
  */
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
@@ -865,14 +872,10 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
   struct log_ticket ticket = { 0 };
   bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
   int r = flush_backend (vol, bctx);
-  /* hhc: every dirty block in a synced barrier segment; the log writes
-   * it while we sync the SSD.
-   */
   int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
-  int r2 = cache_commit (&vol->cache);
 
-  if (r == 0)
-    r = r2;
+  if (r == 0 && vol->log == NULL)
+    r = cache_commit (&vol->cache);
   if (vol->log && rl == 0 && ticket.seq)
     rl = log_barrier_wait (vol->log, &ticket);
   if (r == 0 && vol->log)
@@ -882,7 +885,7 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
         {
           /* No log mirror left: durable the slow way (DESIGN.md 5). */
           stat_add (&vol->stats.log_fallbacks, 1);
-          r = 0;
+          r = cache_commit (&vol->cache);
           wbflush = true;
         }
     }

@@ -77,6 +77,7 @@ struct hhc_volume {
   int loaded_state;    /* enum cache_state found at open */
   struct hhc_log *log; /* mode hhc: the HDD log */
   bool replay_pending; /* the cache is new: replay the log at start */
+  uint64_t redone;     /* blocks the start-up redo wrote (open.c) */
   bool flusher_on;     /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
