@@ -88,9 +88,11 @@
  *       dirty-max          N or S    (95)         1..100
  *       hot-ratio          N or S    (2)          1..16, "N" or "N:1"
  *       writeback-threads  N or S    (4)          1..64
+ *       idle-ms            N or S    (1000)       0..3600000
  *       format             S         (auto)       auto force never
  *       direct             B or S    (false)      true/false/yes/no/on/
  *                                                 off/1/0
+ *       ssd-sync           S         (flush)      flush checkpoint
  *
  * (*) only when check_paths.  A whole-number string may end in '%'
  * (as the filter allows).  No device or file may serve twice: every
@@ -1224,7 +1226,7 @@ parse_mode (struct ctx *c, const struct at *vo, struct gw_volume *v)
 }
 
 /* The filter's tuning parameters (nbdkit-hhc-filter/hhc.c .config). */
-enum tuning_kind { T_SIZE, T_UINT, T_RATIO, T_FORMAT, T_BOOL };
+enum tuning_kind { T_SIZE, T_UINT, T_RATIO, T_FORMAT, T_BOOL, T_SSDSYNC };
 
 struct tuning_key {
   const char *key;
@@ -1243,8 +1245,10 @@ static const struct tuning_key tuning_keys[] = {
   { "dirty-max", T_UINT, 1, 100, "a whole number from 1 to 100" },
   { "hot-ratio", T_RATIO, 1, 16, "N or N:1, N from 1 to 16" },
   { "writeback-threads", T_UINT, 1, 64, "a whole number from 1 to 64" },
+  { "idle-ms", T_UINT, 0, 3600000, "a whole number from 0 to 3600000" },
   { "format", T_FORMAT, 0, 0, "auto, force or never" },
   { "direct", T_BOOL, 0, 0, "true or false" },
+  { "ssd-sync", T_SSDSYNC, 0, 0, "flush or checkpoint" },
 };
 #define NTUNING (sizeof tuning_keys / sizeof tuning_keys[0])
 
@@ -1274,6 +1278,7 @@ static bool
 tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
 {
   static const char *const formats[] = { "auto", "force", "never", NULL };
+  static const char *const ssd_syncs[] = { "flush", "checkpoint", NULL };
   static const char *const bools[]
       = { "1", "0", "true", "false", "yes", "no", "on", "off", NULL };
   char buf[32];
@@ -1296,6 +1301,8 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
       return parse_uint (text, n) && *n >= k->lo && *n <= k->hi;
     case T_FORMAT:
       return in_list (text, formats);
+    case T_SSDSYNC:
+      return in_list (text, ssd_syncs);
     case T_BOOL:
       for (int i = 0; bools[i]; i++)
         if (strcasecmp (text, bools[i]) == 0)
@@ -1315,7 +1322,8 @@ tuning_value (struct ctx *c, const struct at *a, const struct tuning_key *k,
 
   if (json_is_string (a->v))
     text = json_string_value (a->v);
-  else if (json_is_integer (a->v) && k->kind != T_FORMAT && k->kind != T_BOOL)
+  else if (json_is_integer (a->v) && k->kind != T_FORMAT && k->kind != T_BOOL
+           && k->kind != T_SSDSYNC)
     snprintf (buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
               json_integer_value (a->v));
   else if (json_is_boolean (a->v) && k->kind == T_BOOL)

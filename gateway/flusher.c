@@ -333,7 +333,8 @@ static bool
 idle (struct hhc_volume *vol)
 {
   uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
-  return hhc_now_ns () - last > UINT64_C (1000000000);
+  return vol->conf.idle_ms > 0
+         && hhc_now_ns () - last > (uint64_t)vol->conf.idle_ms * 1000000;
 }
 
 /* Wait until kicked or ms pass (flusher lock held). */

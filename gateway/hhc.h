@@ -98,13 +98,22 @@ struct hhc_conf {
   const char *stats_path; /* JSON stats rewritten once a second */
   unsigned
       writeback_threads; /* writes in flight while writing back, default 4 */
+  /* Write back at full speed after this long without a request; 0:
+   * never (default 1000).
+   */
+  unsigned idle_ms;
   /* The HDD log (mode hhc): one path per mirror (file, block device). */
   const char *log_paths[HHC_MAX_LOGS];
   unsigned nlogs;
   uint64_t log_size;     /* create missing log files this big */
   uint32_t segment_size; /* largest segment (bytes); 0: 1 MiB */
   unsigned log_buffers;  /* segment buffers; 0: 4 */
-  hhc_log_fn log;        /* required */
+  /* ssd-sync=checkpoint: the log is a write-ahead log, a FLUSH syncs
+   * only the log (docs/log.md "Write-ahead").  false (ssd-sync=flush,
+   * the default): a FLUSH also commits the SSD.
+   */
+  bool wal;
+  hhc_log_fn log; /* required */
   /* A device opened already (hhc_preopen, or a test's crash device)
    * used instead of opening cache_path; closed by the volume only if
    * own_dev.

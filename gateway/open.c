@@ -320,9 +320,10 @@ settle_after_load (struct hhc_volume *vol)
     {
       /* FLUSHes since its last checkpoint are in the log only. */
       hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: the last run, in mode hhc, did not stop cleanly and its "
-               "log holds data this cache does not: start it in mode hhc "
-               "with its log= first (mode=%s refused)",
+               "%s: the last run, in mode hhc with ssd-sync=checkpoint, did "
+               "not stop cleanly and its log holds data this cache does "
+               "not: start it in mode hhc with its log= first (mode=%s "
+               "refused)",
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
@@ -335,7 +336,7 @@ settle_after_load (struct hhc_volume *vol)
                " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
-  if (vol->log)
+  if (vol->log && vol->conf.wal)
     state = CACHE_IN_USE_HHC;
   else if (hhc_mode_is_wb (vol->conf.mode))
     state = CACHE_IN_USE_WB;
@@ -658,8 +659,8 @@ log_pressure_cb (void *opaque)
 static int
 start_log (struct hhc_volume *vol, void *bctx)
 {
-  struct log_callbacks cb
-      = { vol, log_relog_cb, log_pressure_cb, log_checkpoint_cb };
+  struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb,
+                              vol->conf.wal ? log_checkpoint_cb : NULL };
   struct replay_ctx rc = { vol, bctx, 0, 0 };
   uint32_t *keys = NULL;
   uint64_t *lbas = NULL;
@@ -678,8 +679,9 @@ start_log (struct hhc_volume *vol, void *bctx)
     }
   else if (vol->loaded_state == CACHE_IN_USE_HHC)
     {
-      /* A crash in hhc: what FLUSHes covered since the last checkpoint
-       * is in the log only.  Redo it into the cache (the log stays as
+      /* A crash in hhc with ssd-sync=checkpoint (this run may have any
+       * ssd-sync): what FLUSHes covered since the last checkpoint is in
+       * the log only.  Redo it into the cache (the log stays as
        * it is until the new base barrier, so a crash during the redo
        * just redoes again).
        */

@@ -22,8 +22,9 @@
  *
  * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
  * write metadata pages, sync) + a backend flush when anything went to
- * the backend directly (always in pt and wt); in hhc the log barrier
- * instead of the commit (hhc_flush).
+ * the backend directly (always in pt and wt); in hhc also a log
+ * barrier, which replaces the commit with ssd-sync=checkpoint
+ * (hhc_flush).
  */
 #include <config.h>
 
@@ -82,6 +83,7 @@ hhc_conf_init (struct hhc_conf *conf)
   conf->hot_ratio = 2;
   conf->format = HHC_FORMAT_AUTO;
   conf->writeback_threads = 4;
+  conf->idle_ms = 1000;
 }
 
 void
@@ -859,11 +861,12 @@ flush_backend (struct hhc_volume *vol, void *bctx)
  * frees before it reached the backend (commit_invalidations), so the
  * order only decides which of the two a failed FLUSH leaves undone.
  *
- * hhc: the log is a write-ahead log (DESIGN.md 5): every dirty block in
- * a synced barrier segment is all a FLUSH needs.  The SSD is committed
- * at checkpoints instead (before the log's persisted head moves past
- * segments it may still need, see log.c persist_head), and a restart
- * after a crash redoes the log into the cache (open.c start_log).
+ * hhc with ssd-sync=checkpoint: the log is a write-ahead log (DESIGN.md
+ * 5): every dirty block in a synced barrier segment is all a FLUSH
+ * needs.  The SSD is committed at checkpoints instead (before the log's
+ * persisted head moves past segments it may still need, see log.c
+ * persist_head), and a restart after a crash redoes the log into the
+ * cache (open.c start_log).
  */
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)
@@ -874,8 +877,8 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
   int r = flush_backend (vol, bctx);
   int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
 
-  if (r == 0 && vol->log == NULL)
-    r = cache_commit (&vol->cache);
+  if (r == 0 && !(vol->log && vol->conf.wal))
+    r = cache_commit (&vol->cache); /* the log writes meanwhile */
   if (vol->log && rl == 0 && ticket.seq)
     rl = log_barrier_wait (vol->log, &ticket);
   if (r == 0 && vol->log)

@@ -273,6 +273,16 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
     }
   if (strcmp (key, "log-buffers") == 0)
     return parse_uint (key, value, 2, 64, &conf.log_buffers);
+  if (strcmp (key, "ssd-sync") == 0)
+    {
+      if (strcmp (value, "flush") != 0 && strcmp (value, "checkpoint") != 0)
+        {
+          nbdkit_error ("hhc: ssd-sync=%s: must be flush or checkpoint", value);
+          return -1;
+        }
+      conf.wal = strcmp (value, "checkpoint") == 0;
+      return 0;
+    }
   if (strcmp (key, "block-size") == 0)
     {
       if (parse_size (key, value, &u) == -1)
@@ -321,6 +331,8 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
     }
   if (strcmp (key, "writeback-threads") == 0)
     return parse_uint (key, value, 1, 64, &conf.writeback_threads);
+  if (strcmp (key, "idle-ms") == 0)
+    return parse_uint (key, value, 0, 3600000, &conf.idle_ms);
   return next (nxdata, key, value);
 }
 
@@ -373,6 +385,8 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "log-size=SIZE           Create missing log files with this size.\n"         \
   "segment-size=SIZE       Largest log segment (default 1M).\n"                \
   "log-buffers=N           Segment buffers (default 4).\n"                     \
+  "ssd-sync=flush|checkpoint  SSD commit on FLUSH, or at log checkpoints\n"    \
+  "                        (write-ahead; default flush).\n"                    \
   "block-size=SIZE         Cache block size (default 4K).\n"                   \
   "dirty-low=PERCENT       Write-back starts here (default 20).\n"             \
   "dirty-high=PERCENT      Write-back at full speed (default 60).\n"           \
@@ -383,7 +397,9 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "direct=BOOL             O_DIRECT on the cache device.\n"                    \
   "stats=FILE              JSON statistics, rewritten once a second.\n"        \
   "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \
-  "writeback-threads=N     Backend writes in flight (default 4)."
+  "writeback-threads=N     Backend writes in flight (default 4).\n"            \
+  "idle-ms=N               Full-speed write-back after N ms without\n"         \
+  "                        requests (default 1000; 0: never)."
 
 /* Open and lock the cache device before nbdkit forks, so that a
  * missing or locked device fails the start with an error on stderr.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A short run of the crash campaign (scripts/campaign/crash): kill -9
-# of the gateway under the verifying load, in every mode, and the loss
-# of the SSD in pt, wt, wbflush and hhc (replayed from the HDD log),
+# of the gateway under the verifying load, in every mode (hhc also with
+# ssd-sync=checkpoint), and the loss of the SSD in pt, wt, wbflush and
+# hhc (replayed from the HDD log),
 # and in hhc with two mirrors the loss or corruption of one of them:
 # no flushed write lost, no block corrupt.  Then the campaign must see
 # a loss where there is one: wb does not survive the loss of its SSD.
@@ -19,7 +20,7 @@ export HHC_FILTER=$hhc HHC_VERIFY=$verify TMPDIR=$tmp
 "$campaign" 4 800 >"$tmp/campaign.out" 2>&1 ||
   { cat "$tmp/campaign.out"; fail "the crash campaign failed"; }
 tail -1 "$tmp/campaign.out"
-grep -q '^crash: 20 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
+grep -q '^crash: 24 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
 # Mode hhc with two log mirrors: a mirror lost, the SSD and a mirror

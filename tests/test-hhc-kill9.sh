@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Flushed data survives a SIGKILL of the gateway, in wb, wt, pt and hhc.
+# Flushed data survives a SIGKILL of the gateway, in wb, wt, pt and hhc
+# (with ssd-sync=flush and =checkpoint).
 #
 # Write several MiB (aligned and unaligned, zeroes too), FLUSH, then
 # write 1 MiB more without a flush, and kill -9 nbdkit.  Restart on the
@@ -7,10 +8,11 @@
 # The unflushed MiB may hold the old or the new data, but each 4 KiB
 # block must be one or the other, never a mix or something else.
 #
-# hhc: a FLUSH synced only the log (write-ahead), so the cache's
-# metadata on disk does not name the flushed blocks: the restart must
-# redo the log into the cache (its log says how many blocks), and a
-# restart in another mode before that is refused, changing nothing.
+# hhc with ssd-sync=checkpoint: a FLUSH synced only the log
+# (write-ahead), so the cache's metadata on disk does not name the
+# flushed blocks: the restart must redo the log into the cache (its log
+# says how many blocks), and a restart in another mode before that is
+# refused, changing nothing.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -55,13 +57,16 @@ with open(exp, "r+b") as e:
     e.write(ab)
 '
 
-for mode in wb wt pt hhc; do
+for mode in wb wt pt hhc hhc-ckpt; do
   d=$tmp/$mode
   mkdir "$d"
   cp "$tmp/orig.img" "$d/backend.img"
   gw=(--filter="$hhc" file "$d/backend.img"
-      cache="$d/cache.img" cache-size=16M mode="$mode")
-  [ "$mode" != hhc ] || gw+=(log="$d/log.img" log-size=32M)
+      cache="$d/cache.img" cache-size=16M mode="${mode%-ckpt}")
+  case $mode in
+    hhc) gw+=(log="$d/log.img" log-size=32M) ;;
+    hhc-ckpt) gw+=(log="$d/log.img" log-size=32M ssd-sync=checkpoint) ;;
+  esac
   start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
   qemu_io_u "$d/sock" "${qemu_args[@]}" >/dev/null
   # Not qemu-io: it flushes when it closes the image.
@@ -69,12 +74,12 @@ for mode in wb wt pt hhc; do
     -c "h.pwrite(b'\xd4' * $unflushed_len, $unflushed_off)"
   kill9_nbdkit "$d/pid"
 
-  if [ "$mode" = hhc ]; then
+  if [ "$mode" = hhc-ckpt ]; then
     cp "$d/cache.img" "$d/cache.before"
     cp "$d/backend.img" "$d/backend.before"
     # -f: the refusal comes after the fork, and would leave --run's
     # command waiting for a server that is gone.
-    expect_fail_with 'hhc:.*did not stop cleanly.*mode=wb refused' \
+    expect_fail_with 'hhc:.*ssd-sync=checkpoint, did not stop cleanly.*mode=wb refused' \
       timeout 60 nbdkit -f -U "$d/sock2" --filter="$hhc" \
         file "$d/backend.img" cache="$d/cache.img" mode=wb
     cmp "$d/cache.img" "$d/cache.before" ||
@@ -84,11 +89,11 @@ for mode in wb wt pt hhc; do
   fi
   # -v: the core's start-up messages (nbdkit debug) go to the log.
   start_nbdkit -P "$d/pid" -U "$d/sock" -v "${gw[@]}"
-  if [ "$mode" = hhc ]; then
+  if [ "$mode" = hhc-ckpt ]; then
     # The start-up log of this nbdkit (functions.sh numbers them).
     grep -Eq 'redid [1-9][0-9]* blocks into the cache' \
          "$tmp/nbdkit-$_hhc_nlogs.log" ||
-      fail "hhc: no redo of the log into the cache after kill -9"
+      fail "hhc-ckpt: no redo of the log into the cache after kill -9"
   fi
   nbdcopy "$(nbd_uri "$d/sock")" "$d/out.img"
   cp "$tmp/expected.img" "$d/expected.img"

@@ -56,6 +56,8 @@ bad 'dirty-(low|high)'  cache="$cache" cache-size=16M dirty-low=70 dirty-high=60
 bad 'dirty-max'         cache="$cache" cache-size=16M dirty-max=101
 bad 'hot-ratio'         cache="$cache" cache-size=16M hot-ratio=0
 bad 'format'            cache="$cache" cache-size=16M format=maybe
+bad 'ssd-sync'          cache="$cache" cache-size=16M ssd-sync=never
+bad 'idle-ms'           cache="$cache" cache-size=16M idle-ms=soon
 bad 'direct'            cache="$cache" cache-size=16M direct=maybe
 bad 'cache'             cache-size=16M mode=wb
 bad 'cache-size'        cache="$cache" cache-size=banana

@@ -20,7 +20,7 @@ campaign=$abs_top_srcdir/scripts/campaign/powercut
 "$campaign" 3 800 >"$tmp/campaign.out" 2>&1 ||
   { cat "$tmp/campaign.out"; fail "the power-cut campaign failed"; }
 tail -1 "$tmp/campaign.out"
-grep -q '^powercut: 15 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
+grep -q '^powercut: 18 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
 st=0

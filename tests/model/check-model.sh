@@ -6,11 +6,18 @@
 #
 # Needs spin and a C compiler (HHC_MODEL_CC, default cc).  Without spin
 # the test is skipped, or fails when CI is set.  HHC_MODEL_FULL=1 adds
-# larger configurations (minutes, several GB).  See README.md here.
+# larger configurations (minutes, several GB).  HHC_MODEL_MEMLIM: MB
+# per search (default 1000, 4000 with HHC_MODEL_FULL); a search that
+# reaches it fails.  See README.md here.
 set -euo pipefail
 source "$(dirname "$0")/../functions.sh"
 
 cc=${HHC_MODEL_CC:-cc}
+if [ -n "${HHC_MODEL_FULL:-}" ]; then
+  memlim=${HHC_MODEL_MEMLIM:-4000}
+else
+  memlim=${HHC_MODEL_MEMLIM:-1000}
+fi
 requires spin "$cc" timeout
 make_tmpdir
 
@@ -26,6 +33,8 @@ configs=(
   "mirrors|-DMAXFAIL=2 -DMAXOPS=2|mirrors fail while running, down to none (wbflush)"
   "emerg|-DEMERG_FULL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|emergency barriers also in a full log, with no ticket owed"
   "rebase|-DNPOS=5|a log big enough to re-log two dirty blocks at start-up, barriers during it"
+  "wal|-DWAL|write-ahead log: FLUSH = barrier only, checkpoints, redo at restart"
+  "wal-mirrors|-DWAL -DMAXFAIL=2 -DMAXOPS=2|write-ahead log, mirrors failing down to none"
 )
 if [ -n "${HHC_MODEL_FULL:-}" ]; then
   configs+=(
@@ -35,6 +44,12 @@ if [ -n "${HHC_MODEL_FULL:-}" ]; then
     "emerg-main|-DEMERG_FULL|emergency barriers in a full log, two runs"
     "rebase-deep|-DNPOS=5 -DMAXWB=0 -DMAXRECLAIM=0 -DMAXOPS=4 -DMAXRUNS=3|three runs, four operations, start-up re-logs"
     "anybar|-DANYBAR|any segment may be a barrier (log.c past half full)"
+    "wal-all2|-DWAL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|write-ahead log, both clients write and trim"
+    "wal-emerg|-DWAL -DEMERG_FULL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|write-ahead log, emergency barriers in a full log"
+    "wal-rebase|-DWAL -DNPOS=5|write-ahead log, re-log at start-up after the redo"
+    "wal-any|-DWAL -DWAL_ANYCKPT -DWAL_CKPT_CONCURRENT|write-ahead log, checkpoints at any time, the writer going on"
+    "wal-runs3|-DWAL -DMAXRUNS=3|write-ahead log, three runs (a crash during the redo, and again)"
+    "wal-drop|-DWAL -DWAL_DROP|write-ahead log, the redo drops revoked blocks, no flusher commit"
   )
 fi
 
@@ -54,7 +69,7 @@ verify ()
   # -DNOREDUCE: every step touches global state, partial order
   # reduction gains nothing, and pan compiles much faster without it.
   ( cd "$dir" && "$cc" -O0 -w -DSAFETY -DNOREDUCE -DVECTORSZ=2048 \
-      -DCOLLAPSE -DMEMLIM=1000 -o pan pan.c >cc.out 2>&1 ) || {
+      -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c >cc.out 2>&1 ) || {
     cat "$dir/cc.out" >&2
     echo "check-model: $name: compiling pan failed" >&2
     return 1
@@ -75,7 +90,7 @@ verify ()
     return 1
   fi
   if [ -z "$errors" ] || [ "$errors" -ne 0 ] ||
-     grep -q 'max search depth too small\|out of memory\|aborting' "$dir/pan.out"; then
+     grep -q 'max search depth too small\|out of memory\|aborting\|MEMLIM bound\|Search not completed' "$dir/pan.out"; then
     cat "$dir/pan.out" >&2
     if [ -f "$dir/hhclog.pml.trail" ]; then
       echo "---- counterexample ($name) ----" >&2

@@ -28,6 +28,20 @@
  * flaw of the protocol as it was first specified, or (FLAW_EMERG_NOREV)
  * of log.c without commit 05cba10 (README.md); run-mutants checks that
  * spin finds a counterexample for each.
+ *
+ * -DWAL: the log as a write-ahead log (DESIGN.md 5, README.md "WAL").
+ * A FLUSH waits for the log barrier only (no cache_commit; with no
+ * healthy mirror it commits, then writes back); the SSD is committed
+ * at checkpoints: before the persisted head moves (the head goes no
+ * further than the in-memory head when the checkpoint began) and once
+ * when the last mirror fails; the flusher commits before its backend
+ * writes, a trim before its passdown.  A restart on the intact SSD
+ * first redoes the log (head to last barrier, as replay reads it) into
+ * the cache: the LBA's slot, else a free slot, else the backend; then
+ * commits.  FLAW_WAL_... and MUT_WAL_... break one of those rules;
+ * WAL_DROP (the redo drops revoked blocks, the flusher does not
+ * commit), WAL_ANYCKPT, WAL_CKPT_CONCURRENT, WAL_LOSTWINDOW and
+ * WAL_FAIL_IN_REDO vary it (README.md).
  */
 
 #define NLBA 2
@@ -61,6 +75,11 @@
 #define RECLAIM_FREE 1  /* active reclaim when free positions <= this */
 
 #define NONE 255
+#ifdef WAL_DROP
+#define RVK 254         /* WAL_DROP: a revoke in the redo map */
+#else
+#define RVK NONE
+#endif
 #define TZ 15           /* a trimmed block on the backend (zeros) */
 
 /* cache slot states (C: enum slot_state) */
@@ -83,6 +102,10 @@
 #define C_WAIT 4        /* waiting for durable_barrier >= tgt */
 #define C_DONE 5
 #define C_BEGIN 6       /* starter: hhc_start is next */
+#ifdef WAL
+#define C_REDO 7        /* starter (WAL): redo the log into the cache */
+#define C_REDO2 8       /* starter (WAL): commit, flush the backend */
+#endif
 
 #define BIT(x) (1 << (x))
 #define MN(a, b) ((a) < (b) -> (a) : (b))
@@ -211,6 +234,18 @@ bool maycrash;        /* this run may crash (else: deadlock check) */
 bool crashing;        /* crashed, what the disks kept is next */
 bool nolog;           /* every mirror failed, and no FLUSH wrote back since */
 
+#ifdef WAL
+/* The write-ahead log (C: log.c checkpoint_locked, persist_head; open.c
+ * start_log, redo_write).
+ */
+byte ckst;            /* checkpoint: 0 none, 1 begun (commit next), 2 persist next */
+byte ckp;             /* the in-memory head (seq) when it began */
+byte ckseq;           /* ckpt_seq: that of the last completed checkpoint */
+bool lostck;          /* the last mirror failed: the writer owes a checkpoint */
+byte rdo[NLBA];       /* the redo map of this start (0: nothing for x) */
+bool rdbe;            /* the redo wrote a block to the backend */
+#endif
+
 hidden byte k_;       /* scratch, never live across steps */
 hidden byte t_;
 hidden byte hb;
@@ -282,6 +317,30 @@ hidden byte hbs;
 #else
 #define HLIMIT (startdur -> HLIVE : hseq)
 #endif
+#endif
+
+/* WAL: the persisted head goes no further than the in-memory head when
+ * the last checkpoint began (C: ckpt_seq).  FLAW_WAL_NOCKPT: no
+ * checkpoint; MUT_WAL_CKPT_LATE: the checkpoint, then the head as it
+ * is after it.
+ */
+#if defined(WAL) && !defined(FLAW_WAL_NOCKPT) && !defined(MUT_WAL_CKPT_LATE)
+#define CKLIMIT MN(HLIMIT, ckseq)
+#else
+#define CKLIMIT HLIMIT
+#endif
+/* When the head may move: the log is full (C: make_room); with
+ * WAL_ANYCKPT at any time (periodic checkpoints, DESIGN.md 5).
+ */
+#ifdef WAL_ANYCKPT
+#define CKPT_WHEN true
+#else
+#define CKPT_WHEN (WORK && nused == NPOS)
+#endif
+#if defined(WAL) && !defined(FLAW_WAL_NOCKPT) && !defined(WAL_CKPT_CONCURRENT)
+#define WRIDLE (ckst == 0)   /* the writer thread is not in a checkpoint */
+#else
+#define WRIDLE true
 #endif
 
 /* The writer waits for the head to move: write-back must go on. */
@@ -554,6 +613,9 @@ inline c_trim1(c, x) {
 
 /* Trim, second half: the backend trim (C: passdown_op, passdown_end). */
 inline c_trim2(c) {
+#if defined(WAL) && !defined(MUT_WAL_NO_TRIMCOMMIT)
+  commit();   /* C: commit_invalidations (the wb modes, hhc among them) */
+#endif
   bwrite(clx[c], TZ);
   trimunfl = true;
   pd[clx[c]]++;
@@ -670,7 +732,9 @@ inline flush_issue(c) {
   :: trimunfl -> bflush()
   :: else
   fi;
+#ifndef WAL
   commit();
+#endif
   if
   :: nfailed < NMIR ->
      clst[c] = BARRIER_FIRST;
@@ -689,7 +753,12 @@ inline flush_issue(c) {
 /* The FLUSH returns. */
 inline flush_end(c) {
   if
-  :: durid < cltgt[c] || clrev[c] != 0 -> wbflush(); nolog = false
+  :: durid < cltgt[c] || clrev[c] != 0 ->
+     /* WAL: the fallback commits the SSD first (hhc_flush) */
+#ifdef WAL
+     commit();
+#endif
+     wbflush(); nolog = false
   :: else
   fi;
   printf("MSC: FLUSH by %d returns (barrier id %d)\n", c, cltgt[c]);
@@ -812,6 +881,12 @@ end_fl:
        wb[flx] = true;
        redirty[flx] = false;
        flp = pd[flx];
+#if defined(WAL) && !defined(MUT_WAL_NO_WBCOMMIT) && !defined(WAL_DROP)
+       /* C: flusher_batch commits after reading the slots, before the
+        * backend writes
+        */
+       commit();
+#endif
        printf("MSC: flusher writes back %d data %d\n", flx, cdat[flx]);
        bwrite(flx, cdat[flx]);
        flst = 1 }
@@ -829,7 +904,7 @@ end_fl:
 
 /* Persist a newer head hint (superblock of every healthy mirror). */
 inline persist_head() {
-  t_ = HLIMIT;
+  t_ = CKLIMIT;
   printf("MSC: head hint -> seq %d\n", t_);
   nused = nused - (t_ - hseq);
   hpos = (hpos + (t_ - hseq)) % NPOS;
@@ -1105,22 +1180,59 @@ proctype writer()
 {
 end_wr:
   do
-  :: atomic { up && spb == NONE && WORK && nused == NPOS && HLIMIT > hseq ->
+#if defined(WAL) && !defined(FLAW_WAL_NOCKPT)
+  /* C: persist_head, checkpoint_locked: if the in-memory head moved
+   * past the last checkpoint's, remember it (P) and commit the SSD
+   * with the lock dropped (the other threads go on); then persist a
+   * head of at most P.
+   */
+  :: atomic { up && ckst == 0 && spb == NONE && CKPT_WHEN && HLIMIT > hseq ->
+       if
+       :: HLIMIT > ckseq ->
+          ckp = HLIMIT;
+          printf("MSC: checkpoint begins, head seq %d\n", ckp);
+          ckst = 1
+       :: else -> persist_head()
+       fi }
+  :: atomic { up && ckst == 1 ->
+       commit();
+       printf("MSC: checkpoint: SSD committed\n");
+       ckseq = ckp;
+       ckp = 0;
+       ckst = 2 }
+  :: atomic { up && ckst == 2 ->
+       if
+       :: CKLIMIT > hseq -> persist_head()
+       :: else
+       fi;
+       ckst = 0 }
+#else
+  :: atomic { up && spb == NONE && CKPT_WHEN && HLIMIT > hseq ->
        persist_head() }
-  :: atomic { up && spb == NONE && WORK && nused < NPOS && tailpos == NPOS - 1 ->
+#endif
+#if defined(WAL) && !defined(FLAW_WAL_NOLOSTCKPT)
+  /* C: writer_thread, healthy == 0 && !lost_ckpt: what FLUSHes made
+   * durable in the log only goes to the SSD
+   */
+  :: atomic { up && lostck ->
+       printf("MSC: last mirror failed: checkpoint\n");
+       commit();
+       lostck = false }
+#endif
+  :: atomic { up && WRIDLE && spb == NONE && WORK && nused < NPOS && tailpos == NPOS - 1 ->
        write_wrap() }
-  :: atomic { up && spb == NONE && WORK && nused < NPOS -> write_seg() }
-  :: atomic { up && spb != NONE -> sync_barrier() }
+  :: atomic { up && WRIDLE && spb == NONE && WORK && nused < NPOS -> write_seg() }
+  :: atomic { up && WRIDLE && spb != NONE -> sync_barrier() }
   /* No current buffer, nothing sealed (C: make_room).  Room is not
    * modelled: either there is room (a buffer becomes current, here when
    * a ticket without a buffer is owed) or there is none (an emergency
    * barrier, when the newest written segment is not under a durable
    * barrier or, fix 6, revokes are owed).
    */
-  :: atomic { up && nfailed < NMIR && cur == NONE && qn == 0 && OWED -> alloc() }
-  :: atomic { up && started && nfailed < NMIR && cur == NONE && qn == 0 &&
+  :: atomic { up && WRIDLE && nfailed < NMIR && cur == NONE && qn == 0 && OWED -> alloc() }
+  :: atomic { up && WRIDLE && started && nfailed < NMIR && cur == NONE && qn == 0 &&
               nused < NPOS && EMERG_WHY && EMERG_WHEN -> emergency() }
-  :: atomic { up && spb == NONE && reclaims < MAXRECLAIM &&
+  :: atomic { up && WRIDLE && spb == NONE && reclaims < MAXRECLAIM &&
               NPOS - nused <= RECLAIM_FREE &&
               (locs[0] == hseq || locs[1] == hseq) && RELOG_OK ->
        reclaim() }
@@ -1135,10 +1247,87 @@ end_wr:
  * I/O.  If the free log space is too small for that, write every dirty
  * block back first and start from an empty log.
  */
+#ifdef WAL
+/* C: redo_write: each block of the redo map goes into the slot the
+ * loaded metadata gives its LBA (dirty or clean), else a free slot
+ * (persisted free), else (no free slot) the backend; it becomes dirty.
+ * Every slot here is its LBA's, so "no free slot" is a choice.
+ */
+inline redo_apply() {
+  for (t_ : 0 .. NLBA - 1) {
+    if
+#ifdef WAL_DROP
+    :: rdo[t_] == RVK ->
+       /* revoked: written back or trimmed, the slot may be stale */
+       printf("MSC: redo %d: revoked, dropped from the cache\n", t_);
+       cst[t_] = S_FREE;
+       cdat[t_] = 0;
+       rdo[t_] = 0
+#endif
+    :: rdo[t_] != 0 && rdo[t_] != RVK ->
+       if
+       :: cst[t_] != S_FREE ->
+          printf("MSC: redo %d data %d into its slot (state %d)\n", t_, rdo[t_], cst[t_]);
+          cdat[t_] = rdo[t_];
+#ifndef MUT_WAL_REDO_KEEPSTATE
+          cst[t_] = S_DIRTY
+#else
+          skip
+#endif
+       :: cst[t_] == S_FREE ->
+          printf("MSC: redo %d data %d into a free slot\n", t_, rdo[t_]);
+          cdat[t_] = rdo[t_];
+          cst[t_] = S_DIRTY
+       :: cst[t_] == S_FREE ->
+          printf("MSC: redo %d data %d: no free slot, to the backend\n", t_, rdo[t_]);
+          bwrite(t_, rdo[t_]);
+          rdbe = true
+       fi;
+       rdo[t_] = 0
+    :: else
+    fi
+  }
+  t_ = 0
+}
+
+/* The redo's end (C: start_log): cache_commit, flush the backend if
+ * the redo wrote to it.  Then block i reads w: checked, and what a
+ * client reads from now on counts as completed.
+ */
+inline redo_end(i, w) {
+#ifndef MUT_WAL_REDO_NOCOMMIT
+  commit();
+#endif
+  if
+  :: rdbe -> bflush()
+  :: else
+  fi;
+  rdbe = false;
+  for (i : 0 .. NLBA - 1) {
+    w = (cst[i] != S_FREE -> cdat[i] : bdur[i]);
+    check(i, w, cov[i]);
+    done[i] = ((w != TZ && w > cov[i]) -> w : cov[i])
+  }
+  i = 0;
+  w = 0
+}
+#endif
+
 proctype starter()
 {
 end_st:
   do
+#ifdef WAL
+  /* Restart after a crash in hhc (C: cache state "in use, hhc"): redo
+   * the log into the cache before anything else.  A crash meanwhile
+   * redoes again at the next start (the log is not written before the
+   * new base barrier).
+   */
+  :: atomic { up && ststage == C_REDO -> redo_apply(); ststage = C_REDO2 }
+  :: atomic { up && ststage == C_REDO2 ->
+       redo_end(t_, hb);
+       ststage = C_BEGIN }
+#endif
   :: atomic { up && (ststage == C_BEGIN || BARRIER_READY(ststage, stx, 0)) ->
        if
        :: ststage == C_BEGIN ->
@@ -1211,6 +1400,9 @@ inline failmirror(m) {
   mfail[m] = true;
   nfailed++;
   nolog = (nfailed == NMIR);
+#if defined(WAL) && !defined(FLAW_WAL_NOLOSTCKPT)
+  lostck = (nfailed == NMIR);
+#endif
   for (k_ : 0 .. NPOS - 1) {
     clearrec(m, k_)
   }
@@ -1242,6 +1434,11 @@ inline reset_log_ram() {
   wantrev = 0;
   revctr = 0;
   wnb = 0;
+#ifdef WAL
+  ckst = 0;
+  ckp = 0;
+  ckseq = 0;
+#endif
   reclaims = 0
 }
 
@@ -1269,6 +1466,9 @@ inline forget_ram() {
   startdur = 0; widctr = 0; lastwid = 0; trimunfl = 0;
   flst = 0; flx = 0; flp = 0; wbs = 0; cdone = 0;
   ststage = C_IDLE; stx = 0; sttgt = 0; strev = 0; started = 0; maycrash = 0
+#ifdef WAL
+  ; lostck = 0; rdbe = 0
+#endif
 }
 
 /* Crash: the backend keeps, of what it got since its last flush,
@@ -1368,12 +1568,11 @@ inline scan(m) {
   od
 }
 
-/* C: log_replay: apply the segments from max(head hint, base_seq of
+/* C: log_replay's map: the segments from max(head hint, base_seq of
  * the last barrier) to the last barrier in seq order, each one's
- * revoke table first, then its LBA table; write the map to the backend
- * and flush it.
+ * revoke table first, then its LBA table.
  */
-inline replay(m) {
+inline logmap(m) {
   scan(m);
 #ifdef MUT_REPLAY_PAST_BARRIER
   lb = s - 1;
@@ -1396,7 +1595,7 @@ inline replay(m) {
 #ifndef MUT_REPLAY_ENT_BEFORE_REV
         for (x : 0 .. NLBA - 1) {
           if
-          :: (D(m, p).rev >> x) & 1 -> mp[x] = NONE
+          :: (D(m, p).rev >> x) & 1 -> mp[x] = RVK
           :: else
           fi
         }
@@ -1410,7 +1609,7 @@ inline replay(m) {
 #ifdef MUT_REPLAY_ENT_BEFORE_REV
         for (x : 0 .. NLBA - 1) {
           if
-          :: (D(m, p).rev >> x) & 1 -> mp[x] = NONE
+          :: (D(m, p).rev >> x) & 1 -> mp[x] = RVK
           :: else
           fi
         }
@@ -1421,10 +1620,15 @@ inline replay(m) {
      s++;
      p = (p + 1) % NPOS
   :: else -> break
-  od;
+  od
+}
+
+/* C: log_replay: write the map to the backend and flush it. */
+inline replay(m) {
+  logmap(m);
   for (x : 0 .. NLBA - 1) {
     if
-    :: mp[x] != NONE -> bdur[x] = mp[x]
+    :: mp[x] != NONE && mp[x] != RVK -> bdur[x] = mp[x]
     :: else
     fi
   }
@@ -1516,7 +1720,11 @@ inline restart() {
 #if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
      canon(n);
 #endif
+#ifndef WAL
      m = 0
+#else
+     skip   /* (m: the mirror the redo map is read from, below) */
+#endif
   :: else ->
      /* no log: keep going on the RAM view */
      tailpos = 0;
@@ -1536,6 +1744,27 @@ inline restart() {
 #endif
   rebase = nextseq;
   basefrom = NONE;
+#ifdef WAL
+  /* The redo map (C: log_replay into redo_write): what a replay of the
+   * chain just scanned would write, from the head hint (or the last
+   * barrier's base) to the last barrier, revokes applied.
+   * FLAW_WAL_NOREDO: the restart trusts the SSD as it is.
+   */
+#ifndef FLAW_WAL_NOREDO
+  if
+  :: nfailed < NMIR ->
+     logmap(m);
+     for (x : 0 .. NLBA - 1) {
+       rdo[x] = (mp[x] == NONE -> 0 : mp[x]);
+       mp[x] = 0
+     }
+     x = 0;
+     st = 0
+  :: else
+  fi;
+#endif
+  m = 0;
+#endif
   p = 0;
   s = 0;
   n = 0;
@@ -1547,8 +1776,70 @@ inline restart() {
 #else
   startdur = false;
 #endif
+#ifdef WAL
+  ststage = C_REDO
+#else
   ststage = C_BEGIN
+#endif
 }
+
+/* Crash: what each mirror kept (restart follows). */
+inline crash_mirrors() {
+#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
+  /* Two identical mirrors: restart() takes the longer chain
+   * and clears what is outside it, so what mirror 0 alone
+   * can keep gives every outcome.
+   */
+  if
+  :: nfailed == 0 && SAMEMIRRORS ->
+     crash_mirror(0);
+     for (p : 0 .. NPOS - 1) {
+       D(1, p).seq = D(0, p).seq;
+       D(1, p).bar = D(0, p).bar;
+       D(1, p).wrap = D(0, p).wrap;
+       D(1, p).dur = D(0, p).dur;
+       D(1, p).base = D(0, p).base;
+       D(1, p).ent[0] = D(0, p).ent[0];
+       D(1, p).ent[1] = D(0, p).ent[1];
+       D(1, p).rev = D(0, p).rev;
+       D(1, p).wid = D(0, p).wid;
+       D(1, p).prev = D(0, p).prev
+     }
+     p = 0
+  :: else ->
+     for (m : 0 .. NMIR - 1) {
+       crash_mirror(m)
+     }
+  fi
+#else
+  for (m : 0 .. NMIR - 1) {
+    crash_mirror(m)
+  }
+#endif
+}
+
+/* WAL: a crash between the failure of the last mirror and the
+ * writer's checkpoint loses what FLUSHes made durable in the log only
+ * (a double fault, like losing every mirror and then the SSD): not
+ * checked unless WAL_LOSTWINDOW.
+ */
+#if defined(WAL) && !defined(WAL_LOSTWINDOW)
+#define CRASH_OK (!lostck)
+#else
+#define CRASH_OK true
+#endif
+
+/* WAL: the redo runs before the log is started, and C marks a mirror
+ * failed only when a log write or sync fails (mirrors_io): no mirror
+ * fails between the redo's first write and its backend flush.
+ * WAL_FAIL_IN_REDO: one may (then the lost-mirror checkpoint, a
+ * commit, leaves the redo's unflushed backend writes exposed).
+ */
+#if defined(WAL) && !defined(WAL_FAIL_IN_REDO)
+#define FAIL_OK (ststage != C_REDO && ststage != C_REDO2)
+#else
+#define FAIL_OK true
+#endif
 
 /* The end: every variable zeroed, no process moves again. */
 inline halt() {
@@ -1580,6 +1871,9 @@ inline halt() {
     cst[x] = 0; cdat[x] = 0; dst[x] = 0; ddat[x] = 0;
     bcur[x] = 0; bdur[x] = 0; bpend[x] = 0;
     ev[x] = 0; trims[x] = 0; done[x] = 0; cov[x] = 0;
+#ifdef WAL
+    rdo[x] = 0;
+#endif
     mp[x] = 0
   }
   forget_ram();
@@ -1633,7 +1927,7 @@ init
     run starter()
   }
   do
-  :: atomic { up && maycrash ->
+  :: atomic { up && maycrash && CRASH_OK ->
        /* Crash now, at any step of any process.  Then either the SSD
         * is lost and the log of a surviving mirror is replayed, or it
         * is intact and is reloaded (and, if a run is left, the gateway
@@ -1672,6 +1966,32 @@ init
        :: /* the SSD is intact */
           crash_backend();
           crash_ssd();
+#ifdef WAL
+          /* what the SSD holds now is checked after the redo (the
+           * starter's C_REDO2, or below in the last run)
+           */
+          crash_mirrors();
+          m = 0;
+          restart();
+          if
+          :: runno == MAXRUNS ->
+             redo_apply();
+             redo_end(x, v);
+             halt();
+             break
+          :: else ->
+             runno++;
+             up = true;
+             if
+#ifndef NO_CRASH
+             :: maycrash = true
+#endif
+#ifndef ONLY_CRASH
+             :: maycrash = false
+#endif
+             fi
+          fi
+#else
           for (x : 0 .. NLBA - 1) {
             v = (cst[x] != S_FREE -> cdat[x] : bdur[x]);
             check(x, v, cov[x])
@@ -1681,37 +2001,7 @@ init
              halt();
              break
           :: else ->
-#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
-             /* Two identical mirrors: restart() takes the longer chain
-              * and clears what is outside it, so what mirror 0 alone
-              * can keep gives every outcome.
-              */
-             if
-             :: nfailed == 0 && SAMEMIRRORS ->
-                crash_mirror(0);
-                for (p : 0 .. NPOS - 1) {
-                  D(1, p).seq = D(0, p).seq;
-                  D(1, p).bar = D(0, p).bar;
-                  D(1, p).wrap = D(0, p).wrap;
-                  D(1, p).dur = D(0, p).dur;
-                  D(1, p).base = D(0, p).base;
-                  D(1, p).ent[0] = D(0, p).ent[0];
-                  D(1, p).ent[1] = D(0, p).ent[1];
-                  D(1, p).rev = D(0, p).rev;
-                  D(1, p).wid = D(0, p).wid;
-                  D(1, p).prev = D(0, p).prev
-                }
-                p = 0
-             :: else ->
-                for (m : 0 .. NMIR - 1) {
-                  crash_mirror(m)
-                }
-             fi;
-#else
-             for (m : 0 .. NMIR - 1) {
-               crash_mirror(m)
-             }
-#endif
+             crash_mirrors();
              m = 0;
              restart();
              /* what a client reads now counts as completed */
@@ -1732,9 +2022,10 @@ init
 #endif
              fi
           fi
+#endif
        fi }
-  :: atomic { up && nfailed < MAXFAIL && !mfail[0] -> failmirror(0) }
-  :: atomic { up && nfailed < MAXFAIL && !mfail[1] -> failmirror(1) }
+  :: atomic { up && nfailed < MAXFAIL && !mfail[0] && FAIL_OK -> failmirror(0) }
+  :: atomic { up && nfailed < MAXFAIL && !mfail[1] && FAIL_OK -> failmirror(1) }
   :: atomic { up && !maycrash && cdone == NCLIENT ->
        /* no crash: every operation completed, the newest data reads */
        for (x : 0 .. NLBA - 1) {
