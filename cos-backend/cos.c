@@ -64,6 +64,7 @@ static char *secret_key;
 static char *stats_file;
 static int64_t object_cache_bytes = 64 * 1024 * 1024;
 static unsigned max_parallel = 8;
+static unsigned readahead = 4;
 
 /* The open volume. */
 static struct s3 *s3;
@@ -73,6 +74,9 @@ static char uuid[37];
 static char *description;
 static pthread_mutex_t locks[NLOCKS];
 static struct objcache *cache;
+static unsigned ra_objects; /* readahead in effect (0: off) */
+static uint64_t seq_next;   /* atomic: where a sequential read goes on */
+static uint64_t ra_fetched; /* atomic: objects read ahead */
 
 static void
 cos_load (void)
@@ -113,10 +117,11 @@ write_stats (void)
                ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
                ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
                ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
-               "}\n",
+               ", \"readahead_objects\": %" PRIu64 "}\n",
                st.requests, st.retries, st.retry_http, st.retry_slow,
                st.retry_net, st.retry_etag, st.failures, st.reconnects,
-               st.bytes_in, st.bytes_out, hits, misses);
+               st.bytes_in, st.bytes_out, hits, misses,
+               __atomic_load_n (&ra_fetched, __ATOMIC_RELAXED));
       if (fclose (f) == 0)
         rename (tmp, stats_file);
       else
@@ -362,6 +367,8 @@ cos_config (const char *key, const char *value)
     }
   if (strcmp (key, "parallel") == 0)
     return parse_unsigned (key, value, 1, 64, &max_parallel);
+  if (strcmp (key, "readahead") == 0)
+    return parse_unsigned (key, value, 0, 63, &readahead);
   if (strcmp (key, "cos-stats") == 0)
     return set_string (&stats_file, value);
 
@@ -579,6 +586,16 @@ cos_get_ready (void)
                         object_cache_bytes);
           return -1;
         }
+      /* Read-ahead lands in the object cache: at most half of it, so
+       * that the objects read ahead survive until they are asked for.
+       */
+      ra_objects = readahead;
+      if (ra_objects > object_cache_bytes / object_size / 2)
+        ra_objects = object_cache_bytes / object_size / 2;
+      if (ra_objects < readahead)
+        nbdkit_debug ("cos: readahead=%u: %u objects (half the object "
+                      "cache)",
+                      readahead, ra_objects);
     }
   if (asprintf (&description, "hhc-cos %s %s %s %s", endpoint, bucket,
                 prefix[0] ? prefix : "/", uuid)
@@ -797,6 +814,28 @@ out:
   return r;
 }
 
+/* Read object IDX into the object cache, under its lock as the cache
+ * wants (objcache.c), unless it is there already.  A failure only
+ * means no read-ahead: the read that wants the object tries again.
+ */
+static void
+read_ahead (uint64_t idx)
+{
+  pthread_mutex_t *lock = object_lock (idx);
+  char *obj;
+
+  if (objcache_has (cache, idx) || (obj = malloc (object_size)) == NULL)
+    return;
+  pthread_mutex_lock (lock);
+  if (!objcache_has (cache, idx) && read_object (idx, 0, object_size, obj) == 0)
+    {
+      objcache_put (cache, idx, obj);
+      __atomic_fetch_add (&ra_fetched, 1, __ATOMIC_RELAXED);
+    }
+  pthread_mutex_unlock (lock);
+  free (obj);
+}
+
 /* One request's objects, done by up to max_parallel threads at once
  * (the first object by the calling thread): a 4 MiB read of 1 MiB
  * objects costs one round trip, not four.
@@ -807,6 +846,7 @@ struct span {
   uint32_t count;
   bool write;
   uint64_t first, last; /* object indexes */
+  uint64_t ra_last;     /* reads: read ahead up to this object */
   pthread_mutex_t lock;
   uint64_t next; /* next object to take */
   int err;       /* first errno, 0 if none */
@@ -828,6 +868,11 @@ span_worker (void *p)
       idx = sp->next++;
       r = sp->err;
       pthread_mutex_unlock (&sp->lock);
+      if (idx > sp->last && idx <= sp->ra_last && r == 0)
+        {
+          read_ahead (idx);
+          continue;
+        }
       if (idx > sp->last || r != 0)
         return NULL;
       start = idx == sp->first ? sp->offset : idx * object_size;
@@ -850,7 +895,7 @@ span_worker (void *p)
 }
 
 static int
-do_span (char *buf, uint32_t count, uint64_t offset, bool write)
+do_span (char *buf, uint32_t count, uint64_t offset, bool write, unsigned ahead)
 {
   struct span sp = { .buf = buf,
                      .offset = offset,
@@ -860,7 +905,12 @@ do_span (char *buf, uint32_t count, uint64_t offset, bool write)
                      .last = (offset + count - 1) / object_size };
   pthread_t tids[64];
   unsigned nthreads = 0;
-  uint64_t nobj = sp.last - sp.first + 1;
+  uint64_t nobj, nall = (size + object_size - 1) / object_size;
+
+  sp.ra_last = sp.last + ahead < nall ? sp.last + ahead : nall - 1;
+  if (sp.ra_last < sp.last)
+    sp.ra_last = sp.last;
+  nobj = sp.ra_last - sp.first + 1;
 
   sp.next = sp.first;
   pthread_mutex_init (&sp.lock, NULL);
@@ -879,16 +929,31 @@ do_span (char *buf, uint32_t count, uint64_t offset, bool write)
   return 0;
 }
 
+/* Read-ahead: a read that goes on where the last one ended, and whose
+ * last object is not cached, also reads the next ra_objects objects into
+ * the object cache, in parallel with its own: the reads after it are
+ * served from memory until the next miss reads ahead again.  One GET's
+ * time for ra_objects + 1 objects, where a sequential reader at queue
+ * depth 1 would wait for each GET in turn.
+ */
 static int
 cos_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  return do_span (buf, count, offset, false);
+  uint64_t prev
+      = __atomic_exchange_n (&seq_next, offset + count, __ATOMIC_RELAXED);
+  uint64_t last = (offset + count - 1) / object_size;
+  unsigned ahead = 0;
+
+  if (ra_objects > 0 && prev == offset && offset > 0
+      && !objcache_has (cache, last))
+    ahead = ra_objects;
+  return do_span (buf, count, offset, false, ahead);
 }
 
 static int
 write_range (const char *buf, uint32_t count, uint64_t offset)
 {
-  return do_span ((char *)buf, count, offset, true);
+  return do_span ((char *)buf, count, offset, true, 0);
 }
 
 static int
@@ -1054,6 +1119,8 @@ static struct nbdkit_plugin plugin = {
     "connections=N         keep-alive connections (default 16)\n"
     "object-cache=SIZE     objects kept for read-modify-write (default 64M)\n"
     "parallel=N            objects of one request at once (default 8)\n"
+    "readahead=N           objects read ahead of a sequential read (default "
+    "4)\n"
     "cos-stats=FILE        write request and retry counts at exit",
   .magic_config_key = NULL,
   .get_ready = cos_get_ready,

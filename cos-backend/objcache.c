@@ -161,6 +161,19 @@ objcache_read (struct objcache *c, uint64_t idx, uint32_t off, uint32_t n,
   return e != NULL;
 }
 
+bool
+objcache_has (struct objcache *c, uint64_t idx)
+{
+  bool r;
+
+  if (c == NULL)
+    return false;
+  pthread_mutex_lock (&c->lock);
+  r = find (c, idx) != NULL;
+  pthread_mutex_unlock (&c->lock);
+  return r;
+}
+
 void
 objcache_put (struct objcache *c, uint64_t idx, const void *data)
 {

@@ -23,6 +23,9 @@ extern void objcache_free (struct objcache *c);
 extern bool objcache_read (struct objcache *c, uint64_t idx, uint32_t off,
                            uint32_t n, void *buf);
 
+/* Is object IDX cached?  (No hit or miss is counted.) */
+extern bool objcache_has (struct objcache *c, uint64_t idx);
+
 /* Object IDX now holds DATA (object_size bytes, copied) in the store.
  * The caller holds the object's lock and has just read or written it.
  */

@@ -123,4 +123,45 @@ expect_fail_with 'size=8388608 conflicts with the volume.s recorded size 4194304
   timeout 60 nbdkit -f -U "$tmp/x.sock" "${common[@]}" size=8M
 expect_fail_with 'object-size=1048576 conflicts' \
   timeout 60 nbdkit -f -U "$tmp/x.sock" "${common[@]}" object-size=1M
+# Read-ahead: a sequential pass of 64 KiB reads on a cold cache reads
+# the next objects ahead into the object cache; a partial write of an
+# object read ahead (before it is read) is what the pass then sees.
+# With readahead=0 nothing is read ahead, and the bytes are the same.
+seqpass_py='
+import sys
+model = bytearray(open(sys.argv[1], "rb").read())
+osz = int(sys.argv[2])
+for i in range(0, len(model) // osz):
+    if i == 8:
+        patch = b"\x7e" * 1000
+        h.pwrite(patch, 10 * osz + 333)
+        model[10 * osz + 333:10 * osz + 1333] = patch
+    got = h.pread(osz, i * osz)
+    assert got == bytes(model[i * osz:(i + 1) * osz]), ("object", i)
+open(sys.argv[1], "wb").write(model)
+'
+ra_stat ()
+{
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+    "$tmp/cos.json" "$1"
+}
+for ra in 4 0; do
+  rm -f "$tmp/cos.json"
+  start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${common[@]}" \
+    readahead=$ra cos-stats="$tmp/cos.json"
+  nbdsh -u "$uri" -c "import sys; sys.argv = ['', '$tmp/model.img', '$osize']" \
+    -c "$seqpass_py"
+  stop_nbdkit "$tmp/n.pid"
+  n=$(ra_stat readahead_objects)
+  if [ "$ra" -gt 0 ]; then
+    [ "$n" -ge "$ra" ] || fail "readahead=$ra: $n objects read ahead"
+    [ "$(ra_stat cache_hits)" -gt 0 ] ||
+      fail "readahead=$ra: no read served from the objects read ahead"
+  else
+    [ "$n" -eq 0 ] || fail "readahead=0: $n objects read ahead"
+  fi
+done
+start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${common[@]}" object-cache=0
+nbdsh -u "$uri" -c "assert h.pread(h.get_size(), 0) == open('$tmp/model.img', 'rb').read()"
+stop_nbdkit "$tmp/n.pid"
 echo "$_hhc_name: ok"

@@ -153,7 +153,7 @@ run_and_check (struct hhc_log *log, struct hhc_dev **devs, unsigned ndevs,
   uint32_t bs = vol->bs;
   static const uint8_t cache_uuid[16] = { 0xfa, 0x22 };
   struct run run = { .log = log, .bs = bs };
-  struct log_callbacks cb = { &run, relog, pressure };
+  struct log_callbacks cb = { &run, relog, pressure, NULL };
   unsigned n = HHC_MIN (nblocks, (uint64_t)NKEYS);
   uint32_t keys[2] = { 0, 1 };
   struct target t;

@@ -247,7 +247,7 @@ log_open1 (struct hhc_dev *dev, const uint8_t cache_uuid[16])
     .log = quiet,
     .test_devs = devs,
   };
-  struct log_callbacks cb = { NULL, relog, pressure };
+  struct log_callbacks cb = { NULL, relog, pressure, NULL };
   struct hhc_log *log;
   enum log_found found;
 
