@@ -220,6 +220,7 @@ open_log (struct hhc_volume *vol, bool cache_new)
     {
       if (!uuid_is_zero (c->log_uuid))
         {
+          vol->log_lost = true;
           hhc_uuid_str (c->log_uuid, b);
           hhc_log (vol->conf.log, HHC_LOG_WARNING,
                    "the log this cache was paired with (%s) is gone: "
@@ -327,6 +328,12 @@ settle_after_load (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
+  if (state == CACHE_IN_USE_HHC && vol->log_lost)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "%s: the last run, with ssd-sync=checkpoint, did not stop "
+             "cleanly and its log is gone: what FLUSHes covered since the "
+             "cache's last commit is lost",
+             vol->dev->name);
   if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);
@@ -336,7 +343,10 @@ settle_after_load (struct hhc_volume *vol)
                " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
-  if (vol->log && vol->conf.wal)
+  /* A redo owed by the last run stays owed until start_log has done
+   * it, whatever this run's ssd-sync.
+   */
+  if (vol->log && (vol->conf.wal || state == CACHE_IN_USE_HHC))
     state = CACHE_IN_USE_HHC;
   else if (hhc_mode_is_wb (vol->conf.mode))
     state = CACHE_IN_USE_WB;
@@ -376,6 +386,7 @@ free_volume (struct hhc_volume *vol, bool failed)
   if (vol->conf.test_dev == NULL || vol->conf.own_dev)
     close_dev (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
+  pthread_mutex_destroy (&vol->wal_lock);
   pthread_cond_destroy (&vol->wait_cond);
   pthread_mutex_destroy (&vol->pd_lock);
   free (vol->identity);
@@ -440,6 +451,7 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
     }
   vol->dev = conf->test_dev; /* a pre-opened device, if any */
   pthread_mutex_init (&vol->wait_lock, NULL);
+  pthread_mutex_init (&vol->wal_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
   pthread_mutex_init (&vol->pd_lock, NULL);
   vol->conf = *conf;
@@ -704,6 +716,12 @@ start_log (struct hhc_volume *vol, void *bctx)
                  " to the backend (no free slot)",
                  vol->redone, rc.to_backend);
     }
+  /* Done (and durable): now this run's own state (settle_after_load
+   * kept the one that asks for the redo).
+   */
+  if (vol->loaded_state == CACHE_IN_USE_HHC && !vol->conf.wal
+      && (r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
+    return r;
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
   /* The dirty blocks must fit in the log next to the last run's

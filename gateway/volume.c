@@ -856,6 +856,39 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   return 0;
 }
 
+/* ssd-sync=checkpoint and no log mirror left: from now on FLUSHes make
+ * their data durable without the log (hhc_flush's fallback), so the log
+ * must never be redone over it after a crash (a FLUSH covered by the
+ * log's last barrier may have been rewritten since).  Before the first
+ * such FLUSH returns: commit (what the log held is then on the SSD) and
+ * leave the state page that asks for the redo.
+ */
+static int
+leave_wal (struct hhc_volume *vol)
+{
+  int r = 0;
+
+  if (!vol->conf.wal)
+    return 0;
+  hhc_lock (&vol->wal_lock);
+  if (!vol->wal_left)
+    {
+      r = cache_commit (&vol->cache);
+      if (r == 0)
+        r = cache_write_state (&vol->cache, CACHE_IN_USE_WB);
+      if (r == 0)
+        {
+          vol->wal_left = true;
+          hhc_log (vol->conf.log, HHC_LOG_WARNING,
+                   "%s: no log mirror left: FLUSHes commit the cache and "
+                   "write back every dirty block from now on",
+                   vol->dev->name);
+        }
+    }
+  hhc_unlock (&vol->wal_lock);
+  return r;
+}
+
 /* FLUSH: the backend (trims, zeros, pt/wt writes made durable), then
  * the cache (slot data and metadata).  A trim or zero has committed its
  * frees before it reached the backend (commit_invalidations), so the
@@ -888,7 +921,9 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
         {
           /* No log mirror left: durable the slow way (DESIGN.md 5). */
           stat_add (&vol->stats.log_fallbacks, 1);
-          r = cache_commit (&vol->cache);
+          r = leave_wal (vol);
+          if (r == 0)
+            r = cache_commit (&vol->cache);
           wbflush = true;
         }
     }

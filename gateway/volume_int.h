@@ -78,7 +78,13 @@ struct hhc_volume {
   struct hhc_log *log; /* mode hhc: the HDD log */
   bool replay_pending; /* the cache is new: replay the log at start */
   uint64_t redone;     /* blocks the start-up redo wrote (open.c) */
-  bool flusher_on;     /* atomic: the flusher thread runs */
+  bool log_lost;       /* open: the log this cache was paired with is gone */
+  /* ssd-sync=checkpoint after the last mirror failed: the state page no
+   * longer asks for a redo (hhc_flush, leave_wal).
+   */
+  pthread_mutex_t wal_lock;
+  bool wal_left;
+  bool flusher_on; /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
   bool started;

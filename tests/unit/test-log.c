@@ -1860,6 +1860,54 @@ test_mirrors_fail (void **state)
   env_free (&e);
 }
 
+/* ssd-sync=checkpoint: the only mirror fails, a FLUSH falls back (the
+ * block goes to the backend), and then the power fails.  The log comes
+ * back readable with the block's older version under its last barrier:
+ * the restart must not redo that over the newer flushed one.
+ */
+static void
+test_wal_mirror_lost (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  power_init (&pw, e.mb);
+  e.be.pw = &pw;
+  to_pdev (e.logs[0].pd)->pw = &pw;
+  to_pdev (e.ssd.pd)->pw = &pw;
+  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
+  e.conf.wal = true;
+  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_write (&e, 4, 51, false);
+  env_flush (&e); /* the log's barrier only */
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 42, false);
+  env_flush (&e); /* no mirror: commit, write back everything */
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  assert_true (backend_has (&e, 3, 42));
+  power_arm (&pw, 0, false, 7, false);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  pdev_heal (e.logs[0].pd);
+  env_open (&e);
+  assert_int_equal (counts (&e).log_redone, 0);
+  assert_true (reads_v (&e, 3, 42));
+  assert_true (reads_v (&e, 4, 51));
+  env_close (&e);
+  e.be.pw = NULL;
+  to_pdev (e.logs[0].pd)->pw = NULL;
+  to_pdev (e.ssd.pd)->pw = NULL;
+  env_free (&e);
+  power_destroy (&pw);
+}
+
 /* ---- group commit ---- */
 
 #define GC_THREADS 16
@@ -2625,6 +2673,7 @@ main (void)
     cmocka_unit_test (test_torn_tail),
     cmocka_unit_test (test_mirror_fails),
     cmocka_unit_test (test_mirrors_fail),
+    cmocka_unit_test (test_wal_mirror_lost),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_slot_reuse),
