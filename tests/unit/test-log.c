@@ -1044,6 +1044,25 @@ check_usable (struct run *r)
     }
 }
 
+/* Open with a power cut armed within the first max_at counted calls;
+ * true if it came (the volume is closed again, the power back on).
+ */
+static bool
+open_cut (struct run *r, uint64_t max_at, unsigned seed)
+{
+  power_arm (&r->pw, 1 + test_rand_below (&r->rng, max_at),
+             test_rand_below (&r->rng, 2), seed, test_rand_below (&r->rng, 2));
+  run_open (r);
+  if (!power_crashed (&r->pw))
+    {
+      power_arm (&r->pw, 0, false, 0, false);
+      return false;
+    }
+  run_close (r);
+  power_restore (&r->pw);
+  return true;
+}
+
 static void
 one_run (struct run *r, uint64_t seed, struct totals *t)
 {
@@ -1168,20 +1187,12 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
       if (test_rand_below (&r->rng, 3) == 0)
         {
           set_phase (r, "reopen, cut during the redo");
-          power_arm (&r->pw, 1 + test_rand_below (&r->rng, 60),
-                     test_rand_below (&r->rng, 2), (unsigned)seed + 3,
-                     test_rand_below (&r->rng, 2));
-          run_open (r);
-          if (power_crashed (&r->pw))
+          if (open_cut (r, 60, (unsigned)seed + 3))
             {
               t->redo_cut++;
-              run_close (r);
-              power_restore (&r->pw);
               set_phase (r, "reopen after a cut during the redo");
               run_open (r);
             }
-          else
-            power_arm (&r->pw, 0, false, 0, false);
         }
       else
         run_open (r);
@@ -1202,23 +1213,15 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
       if (test_rand_below (&r->rng, 3) == 0)
         {
           set_phase (r, "replay, cut during recovery");
-          power_arm (&r->pw, 1 + test_rand_below (&r->rng, 120),
-                     test_rand_below (&r->rng, 2), (unsigned)seed + 1,
-                     test_rand_below (&r->rng, 2));
-          run_open (r);
-          if (power_crashed (&r->pw))
+          if (open_cut (r, 120, (unsigned)seed + 1))
             {
               t->recovery_cut++;
-              run_close (r);
-              power_restore (&r->pw);
               /* Again with what is left of the new SSD, or another. */
               if (test_rand_below (&r->rng, 2))
                 new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
               set_phase (r, "replay after a cut during recovery");
               run_open (r);
             }
-          else
-            power_arm (&r->pw, 0, false, 0, false);
         }
       else
         run_open (r);
