@@ -1438,11 +1438,7 @@ apply_deaths (struct hhc_log *log)
 
 /* ---- the writer ---- */
 
-/* Persist the in-memory head (lock held; dropped during I/O).  Every
- * written segment is synced first: the entries that made the old head
- * segments dead must be durable before those segments may be
- * overwritten.
- */
+/* Sequence number of the in-memory head (see mem_head_lpos). */
 static uint64_t
 mem_head_seq (struct hhc_log *log)
 {
@@ -1477,6 +1473,13 @@ checkpoint_locked (struct hhc_log *log)
   return r;
 }
 
+/* Persist the in-memory head (lock held; dropped during I/O).  Every
+ * written segment is synced first: the entries that made the old head
+ * segments dead must be durable before those segments may be
+ * overwritten.  With a checkpoint callback (write-ahead), the SSD is
+ * committed first and the head persisted no further than where it was
+ * when that commit began (checkpoint_locked).
+ */
 static int
 persist_head (struct hhc_log *log)
 {
