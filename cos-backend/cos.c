@@ -15,8 +15,11 @@
  * that spans objects takes their locks one at a time, never two at
  * once, so there is no lock order to get wrong.
  *
- * Every PUT and DELETE is durable when S3 acknowledges it, so flush has
- * nothing to do and FUA is native.
+ * Writes are write-back by default (wbuf.c): a write lands in the
+ * object's dirty copy, threads PUT dirty objects in parallel, and a
+ * FLUSH or a FUA waits for the objects it covers.  With writeback=0
+ * every write is acknowledged after its PUT or DELETE, which is
+ * durable then.
  */
 #include <config.h>
 
@@ -40,6 +43,7 @@
 #include "objcache.h"
 #include "s3.h"
 #include "volume.h" /* VOLUME_FORMAT, MIN/MAX_OBJECT_SIZE, the parse */
+#include "wbuf.h"
 
 #define NLOCKS 1024
 
@@ -65,6 +69,7 @@ static char *stats_file;
 static int64_t object_cache_bytes = 64 * 1024 * 1024;
 static unsigned max_parallel = 8;
 static unsigned readahead = 4;
+static int64_t writeback_bytes = 16 * 1024 * 1024;
 
 /* The open volume. */
 static struct s3 *s3;
@@ -74,9 +79,11 @@ static char uuid[37];
 static char *description;
 static pthread_mutex_t locks[NLOCKS];
 static struct objcache *cache;
-static unsigned ra_objects; /* readahead in effect (0: off) */
-static uint64_t seq_next;   /* atomic: where a sequential read goes on */
-static uint64_t ra_fetched; /* atomic: objects read ahead */
+static struct wbuf *wb;            /* NULL: writeback=0 */
+static struct wbuf_stats wb_final; /* wb's, once it is gone */
+static unsigned ra_objects;        /* readahead in effect (0: off) */
+static uint64_t seq_next;          /* atomic: where a sequential read goes on */
+static uint64_t ra_fetched;        /* atomic: objects read ahead */
 
 static void
 cos_load (void)
@@ -90,6 +97,7 @@ static void
 write_stats (void)
 {
   struct s3_stats st;
+  struct wbuf_stats wst = { 0 };
   uint64_t hits, misses;
   char *tmp = NULL;
   FILE *f;
@@ -98,6 +106,10 @@ write_stats (void)
     return;
   s3_get_stats (s3, &st);
   objcache_stats (cache, &hits, &misses);
+  if (wb)
+    wbuf_get_stats (wb, &wst);
+  else
+    wst = wb_final;
   nbdkit_debug ("cos: %" PRIu64 " requests, %" PRIu64 " retries (http %" PRIu64
                 ", slowdown %" PRIu64 ", network %" PRIu64 ", etag %" PRIu64
                 "), %" PRIu64 " failures",
@@ -110,18 +122,22 @@ write_stats (void)
   f = fopen (tmp, "w");
   if (f)
     {
-      fprintf (f,
-               "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
-               ", \"retry_http\": %" PRIu64 ", \"retry_slowdown\": %" PRIu64
-               ", \"retry_network\": %" PRIu64 ", \"retry_etag\": %" PRIu64
-               ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
-               ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
-               ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
-               ", \"readahead_objects\": %" PRIu64 "}\n",
-               st.requests, st.retries, st.retry_http, st.retry_slow,
-               st.retry_net, st.retry_etag, st.failures, st.reconnects,
-               st.bytes_in, st.bytes_out, hits, misses,
-               __atomic_load_n (&ra_fetched, __ATOMIC_RELAXED));
+      fprintf (
+          f,
+          "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
+          ", \"retry_http\": %" PRIu64 ", \"retry_slowdown\": %" PRIu64
+          ", \"retry_network\": %" PRIu64 ", \"retry_etag\": %" PRIu64
+          ", \"failures\": %" PRIu64 ", \"reconnects\": %" PRIu64
+          ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+          ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
+          ", \"readahead_objects\": %" PRIu64 ", \"writeback_stores\": %" PRIu64
+          ", \"writeback_merged\": %" PRIu64
+          ", \"writeback_failures\": %" PRIu64 ", \"writeback_waits\": %" PRIu64
+          "}\n",
+          st.requests, st.retries, st.retry_http, st.retry_slow, st.retry_net,
+          st.retry_etag, st.failures, st.reconnects, st.bytes_in, st.bytes_out,
+          hits, misses, __atomic_load_n (&ra_fetched, __ATOMIC_RELAXED),
+          wst.stores, wst.merged, wst.failures, wst.waits);
       if (fclose (f) == 0)
         rename (tmp, stats_file);
       else
@@ -130,9 +146,32 @@ write_stats (void)
   free (tmp);
 }
 
+/* Store what is still dirty before nbdkit exits (after the last
+ * connection closed; a FLUSH may never have come).
+ */
+static void
+cos_cleanup (void)
+{
+  size_t n;
+
+  if (wb == NULL)
+    return;
+  n = wbuf_dirty (wb);
+  if (n > 0)
+    nbdkit_debug ("cos: storing %zu dirty objects before exit", n);
+  if (wbuf_sync (wb, 0, UINT64_MAX) == -1)
+    nbdkit_error ("cos: %zu dirty objects could not be stored at exit: "
+                  "their writes since the last flush are lost",
+                  wbuf_dirty (wb));
+  wbuf_get_stats (wb, &wb_final);
+  wbuf_free (wb);
+  wb = NULL;
+}
+
 static void
 cos_unload (void)
 {
+  cos_cleanup (); /* in case nbdkit did not call it */
   write_stats ();
   objcache_free (cache);
   cache = NULL;
@@ -369,6 +408,11 @@ cos_config (const char *key, const char *value)
     return parse_unsigned (key, value, 1, 64, &max_parallel);
   if (strcmp (key, "readahead") == 0)
     return parse_unsigned (key, value, 0, 63, &readahead);
+  if (strcmp (key, "writeback") == 0)
+    {
+      writeback_bytes = nbdkit_parse_size (value);
+      return writeback_bytes == -1 ? -1 : 0;
+    }
   if (strcmp (key, "cos-stats") == 0)
     return set_string (&stats_file, value);
 
@@ -505,6 +549,10 @@ parse_volume (const char *key, const char *text, size_t len)
   return 0;
 }
 
+static int put_object (uint64_t idx, const void *buf);
+static pthread_mutex_t *object_lock (uint64_t idx);
+static void stored (uint64_t idx, const void *data, bool ok);
+
 static int
 cos_get_ready (void)
 {
@@ -597,6 +645,18 @@ cos_get_ready (void)
                       "cache)",
                       readahead, ra_objects);
     }
+  if (writeback_bytes > 0)
+    {
+      static const struct wbuf_ops ops
+          = { .store = put_object, .lock = object_lock, .stored = stored };
+      uint64_t n = (writeback_bytes + object_size - 1) / object_size;
+      wb = wbuf_new (&ops, n, object_size, max_parallel);
+      if (wb == NULL)
+        {
+          nbdkit_error ("cos: writeback=%" PRIi64 ": %m", writeback_bytes);
+          return -1;
+        }
+    }
   if (asprintf (&description, "hhc-cos %s %s %s %s", endpoint, bucket,
                 prefix[0] ? prefix : "/", uuid)
       == -1)
@@ -639,13 +699,16 @@ cos_block_size (void *h, uint32_t *minimum, uint32_t *preferred,
 static int
 cos_can_multi_conn (void *h)
 {
-  return 1; /* no client-side cache: every connection sees every write */
+  /* One object cache and one write-back buffer for the process: every
+   * connection sees every write, and a flush covers them all.
+   */
+  return 1;
 }
 
 static int
 cos_can_fua (void *h)
 {
-  return NBDKIT_FUA_NATIVE; /* an acknowledged PUT is durable */
+  return NBDKIT_FUA_NATIVE; /* an acknowledged PUT is durable: wait for it */
 }
 
 static int
@@ -672,10 +735,23 @@ cos_can_extents (void *h)
   return 1;
 }
 
+/* Wait for the dirty objects in [LO, HI] (write-back). */
+static int
+sync_objects (uint64_t lo, uint64_t hi, const char *what)
+{
+  if (wb == NULL || wbuf_sync (wb, lo, hi) == 0)
+    return 0;
+  nbdkit_error ("cos: %s: dirty objects could not be stored (errors above); "
+                "they stay dirty and the next flush tries again",
+                what);
+  errno = EIO;
+  return -1;
+}
+
 static int
 cos_flush (void *h, uint32_t flags)
 {
-  return 0;
+  return sync_objects (0, UINT64_MAX, "flush");
 }
 
 static bool
@@ -696,7 +772,8 @@ read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
   };
   int r;
 
-  if (objcache_read (cache, idx, off, n, buf))
+  if ((wb && wbuf_read (wb, idx, off, n, buf))
+      || objcache_read (cache, idx, off, n, buf))
     return 0;
   object_key (idx, key, sizeof key);
   if (n < object_size)
@@ -728,7 +805,7 @@ read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
 
 /* Store a whole object: PUT, or DELETE when it is all zeros. */
 static int
-store_object (uint64_t idx, const void *buf)
+put_object (uint64_t idx, const void *buf)
 {
   char key[1024];
   struct s3_io io = { .key = key };
@@ -745,14 +822,28 @@ store_object (uint64_t idx, const void *buf)
     }
   r = s3_do (s3, &io);
   free (io.text);
-  /* The caller holds the object's lock.  After a failure the store may
-   * hold the old or the new content: forget it.
-   */
-  if (r == 0)
-    objcache_put (cache, idx, buf);
+  return r == 0 ? 0 : -1;
+}
+
+/* The caller holds the object's lock.  After a failure the store may
+ * hold the old or the new content: forget it.
+ */
+static void
+stored (uint64_t idx, const void *data, bool ok)
+{
+  if (ok)
+    objcache_put (cache, idx, data);
   else
     objcache_drop (cache, idx);
-  return r == 0 ? 0 : -1;
+}
+
+static int
+store_object (uint64_t idx, const void *buf)
+{
+  int r = put_object (idx, buf);
+
+  stored (idx, buf, r == 0);
+  return r;
 }
 
 static pthread_mutex_t *
@@ -761,14 +852,79 @@ object_lock (uint64_t idx)
   return &locks[(idx * 0x9E3779B97F4A7C15ULL) >> 54 & (NLOCKS - 1)];
 }
 
-/* Write BUF (or zeros when BUF is NULL) at [off, off+n) of object IDX. */
+/* Write-back: patch the object's dirty copy, or make one from its
+ * content (wbuf.h); FUA then waits until it is stored.
+ */
 static int
-write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf)
+buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
+               bool fua)
 {
   pthread_mutex_t *lock = object_lock (idx);
   char *obj = NULL;
   int r = -1;
 
+  if (wbuf_reserve (wb) == -1)
+    {
+      nbdkit_error ("cos: write-back: no dirty object can be stored "
+                    "(errors above)");
+      return -1;
+    }
+  pthread_mutex_lock (lock);
+  if (wbuf_patch (wb, idx, off, n, buf))
+    {
+      r = 0;
+      goto out;
+    }
+  obj = malloc (object_size);
+  if (obj == NULL)
+    {
+      nbdkit_error ("cos: malloc: %m");
+      wbuf_unreserve (wb);
+      goto out;
+    }
+  if (n < object_size)
+    {
+      if (read_object (idx, 0, object_size, obj) == -1)
+        {
+          wbuf_unreserve (wb);
+          goto out;
+        }
+      if (buf == NULL && is_zero (obj + off, n))
+        {
+          wbuf_unreserve (wb); /* zeros already */
+          r = 0;
+          goto out;
+        }
+    }
+  if (buf)
+    memcpy (obj + off, buf, n);
+  else
+    memset (obj + off, 0, n);
+  if (wbuf_add (wb, idx, obj) == 0)
+    {
+      obj = NULL;
+      r = 0;
+    }
+  else
+    r = store_object (idx, obj); /* out of memory or threads: write through */
+out:
+  pthread_mutex_unlock (lock);
+  free (obj);
+  if (r == 0 && fua)
+    r = sync_objects (idx, idx, "FUA write");
+  return r;
+}
+
+/* Write BUF (or zeros when BUF is NULL) at [off, off+n) of object IDX. */
+static int
+write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf, bool fua)
+{
+  pthread_mutex_t *lock = object_lock (idx);
+  char *obj = NULL;
+  int r = -1;
+
+  if (wb)
+    return buffer_object (idx, off, n, buf, fua);
   pthread_mutex_lock (lock);
   if (off == 0 && n == object_size && buf)
     {
@@ -824,10 +980,12 @@ read_ahead (uint64_t idx)
   pthread_mutex_t *lock = object_lock (idx);
   char *obj;
 
-  if (objcache_has (cache, idx) || (obj = malloc (object_size)) == NULL)
+  if (objcache_has (cache, idx) || (wb && wbuf_has (wb, idx))
+      || (obj = malloc (object_size)) == NULL)
     return;
   pthread_mutex_lock (lock);
-  if (!objcache_has (cache, idx) && read_object (idx, 0, object_size, obj) == 0)
+  if (!objcache_has (cache, idx) && !(wb && wbuf_has (wb, idx))
+      && read_object (idx, 0, object_size, obj) == 0)
     {
       objcache_put (cache, idx, obj);
       __atomic_fetch_add (&ra_fetched, 1, __ATOMIC_RELAXED);
@@ -845,6 +1003,7 @@ struct span {
   uint64_t offset;
   uint32_t count;
   bool write;
+  bool fua;
   uint64_t first, last; /* object indexes */
   uint64_t ra_last;     /* reads: read ahead up to this object */
   pthread_mutex_t lock;
@@ -882,7 +1041,7 @@ span_worker (void *p)
       off = start % object_size;
       n = end - start;
       b = sp->buf ? sp->buf + (start - sp->offset) : NULL;
-      r = sp->write ? write_object (idx, off, n, b)
+      r = sp->write ? write_object (idx, off, n, b, sp->fua)
                     : read_object (idx, off, n, b);
       if (r == -1)
         {
@@ -895,12 +1054,14 @@ span_worker (void *p)
 }
 
 static int
-do_span (char *buf, uint32_t count, uint64_t offset, bool write, unsigned ahead)
+do_span (char *buf, uint32_t count, uint64_t offset, bool write, bool fua,
+         unsigned ahead)
 {
   struct span sp = { .buf = buf,
                      .offset = offset,
                      .count = count,
                      .write = write,
+                     .fua = fua,
                      .first = offset / object_size,
                      .last = (offset + count - 1) / object_size };
   pthread_t tids[64];
@@ -947,32 +1108,33 @@ cos_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
   if (ra_objects > 0 && prev == offset && offset > 0
       && !objcache_has (cache, last))
     ahead = ra_objects;
-  return do_span (buf, count, offset, false, ahead);
+  return do_span (buf, count, offset, false, false, ahead);
 }
 
 static int
-write_range (const char *buf, uint32_t count, uint64_t offset)
+write_range (const char *buf, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  return do_span ((char *)buf, count, offset, true, 0);
+  return do_span ((char *)buf, count, offset, true,
+                  (flags & NBDKIT_FLAG_FUA) != 0, 0);
 }
 
 static int
 cos_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
-  return write_range (buf, count, offset);
+  return write_range (buf, count, offset, flags);
 }
 
 static int
 cos_zero (void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  return write_range (NULL, count, offset);
+  return write_range (NULL, count, offset, flags);
 }
 
 static int
 cos_trim (void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  return write_range (NULL, count, offset);
+  return write_range (NULL, count, offset, flags);
 }
 
 /* Which objects of [offset, offset+count) exist, by one listing (at
@@ -992,6 +1154,9 @@ cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
 
   if (last - first >= 1000)
     last = first + 999;
+  /* Dirty objects are not in the listing yet. */
+  if (sync_objects (first, last, "extents") == -1)
+    return -1;
   if (prefix[0])
     {
       snprintf (key, sizeof key, "%s/", prefix);
@@ -1097,6 +1262,7 @@ static struct nbdkit_plugin plugin = {
   .description = "Serve a block volume stored as objects in S3 or COS",
   .load = cos_load,
   .unload = cos_unload,
+  .cleanup = cos_cleanup,
   .config = cos_config,
   .config_complete = cos_config_complete,
   .config_help
@@ -1121,6 +1287,8 @@ static struct nbdkit_plugin plugin = {
     "parallel=N            objects of one request at once (default 8)\n"
     "readahead=N           objects read ahead of a sequential read (default "
     "4)\n"
+    "writeback=SIZE        dirty objects held until stored (default 16M; "
+    "0: off)\n"
     "cos-stats=FILE        write request and retry counts at exit",
   .magic_config_key = NULL,
   .get_ready = cos_get_ready,

@@ -14,6 +14,11 @@
  * the GET was on its way.  As with the store itself, another process
  * writing the same volume is not supported.
  *
+ * With write-back (wbuf.c) the latest content of a dirty object is in
+ * the write-back buffer, which readers look at first; this cache still
+ * holds only what the store acknowledged, put by the write-back thread
+ * (under the object's lock) before the dirty copy goes.
+ *
  * Structure: a chained hash of entries, one LRU list, one mutex.  The
  * mutex is held while object bytes are copied (at most object-size,
  * microseconds next to an HTTP request).

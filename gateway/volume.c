@@ -825,6 +825,13 @@ hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
   return r;
 }
 
+bool
+hhc_backend_unflushed (struct hhc_volume *vol)
+{
+  return !vol->info.multi_conn
+         || load64 (&vol->be_flushed) < load64 (&vol->be_written);
+}
+
 /* Flush the backend if anything went to it directly since the last
  * completed backend flush (always in pt and wt).
  */

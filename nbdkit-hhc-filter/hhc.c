@@ -485,14 +485,17 @@ hhc_open_conn (nbdkit_next_open *next, nbdkit_context *nxdata, int readonly,
 /* A connection's trims, zeros and pt/wt writes went to the plugin
  * through its own context: flush it before the connection goes, so
  * that a clean close of the cache can trust the plugin's data even
- * when the plugin has no multi-conn.
+ * when the plugin has no multi-conn.  Not when nothing is owed: a
+ * client that disconnects during a backend outage must not wait for
+ * the backend (write-back flushes the backend on its own).
  */
 static int
 hhc_finalize (nbdkit_next *next, void *handle)
 {
   int err = 0;
 
-  if (next->can_write (next) != 1 || next->can_flush (next) != 1)
+  if (next->can_write (next) != 1 || next->can_flush (next) != 1
+      || (vol && !hhc_backend_unflushed (vol)))
     return 0;
   next_backend_lock ();
   int r = next->flush (next, 0, &err);

@@ -5,8 +5,10 @@
 # rate, then delays past the timeout.  A model-checked workload must
 # see no error and no wrong byte; every injected fault must show up as
 # exactly one counted retry of the right kind.  Then a permanently
-# failing store: the request ends in EIO after the retries, with one
-# message naming the S3 error, and nbdkit serves on when it recovers.
+# failing store: the FLUSH (with writeback=0 the write) ends in EIO
+# after the retries, with one message naming the S3 error, nothing
+# acknowledged by a FLUSH is lost, and nbdkit serves on when the store
+# recovers.
 #
 # The seed is fixed so that CI sees the same faults every time (and
 # every kind of them); HHC_TEST_SEED=N tries another (it is printed).
@@ -98,26 +100,58 @@ if sys.argv[3] == "4242":
     assert all(n > 0 for n in f.values()), f
 EOF
 
-# The store fails for good: one whole-object write ends in EIO after
-# retries=3, with a message naming the S3 error and the give-up; the
-# object keeps its old content; malformed error bodies do not crash.
+# The store fails for good.  Write-back (the default): the write is
+# acknowledged, and the FLUSH ends in EIO after retries=3, with a
+# message naming the S3 error and the give-up; the object stays dirty
+# (reads see the write) and the FLUSH after the store recovered stores
+# it.  Malformed error bodies do not crash.
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}" retries=3
 log=$tmp/nbdkit-$_hhc_nlogs.log
+n=0
 for fault in fault-503 fault-badxml; do
+  n=$((n + 1))
   s3_config "$fault=1&fault-ops=PUT,DELETE"
-  nbdsh -u "$uri" -c '
+  nbdsh -u "$uri" -c "N = $n" -c '
+data = bytes([0xe0 + N]) * 16384
+h.pwrite(data, 16384 * 7)
 try:
-    h.pwrite(b"\xee" * 16384, 16384 * 7)
-    raise SystemExit("the write succeeded against a failing store")
+    h.flush()
+    raise SystemExit("the flush succeeded against a failing store")
 except nbd.Error as e:
     assert e.errno == "EIO", e  # libnbd gives the name of the errno
+assert h.pread(16384, 16384 * 7) == data, "the failed object lost its write"
 '
   s3_config "$fault=0"
+  nbdsh -u "$uri" -c 'h.flush()'
 done
 grep -q 'cos: PUT s3://vol/f/0000000000000007: HTTP 503 ServiceUnavailable.*(gave up after 3 retries)' "$log" ||
   fail "no clear message for the permanent 503: $(cat "$log")"
 grep -Eq 'cos: PUT s3://vol/f/0000000000000007: HTTP 500 \(no S3 error code\)( \(request id [^)]*\))? \(gave up after 3 retries\)' "$log" ||
   fail "no clear message for the malformed error body: $(cat "$log")"
+grep -q 'cos: flush: dirty objects could not be stored' "$log" ||
+  fail "no clear message for the failed flush: $(cat "$log")"
+stop_nbdkit "$tmp/n.pid"
+python3 - "$tmp/model.img" <<'EOF2'
+import sys
+m = bytearray(open(sys.argv[1], "rb").read())
+m[16384 * 7:16384 * 8] = b"\xe2" * 16384
+open(sys.argv[1], "wb").write(m)
+EOF2
+
+# writeback=0: the write itself ends in EIO, and the object keeps its
+# old content.  The recovered store holds what the FLUSHes above
+# stored.
+start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}" retries=3 \
+  writeback=0
+s3_config "fault-503=1&fault-ops=PUT,DELETE"
+nbdsh -u "$uri" -c '
+try:
+    h.pwrite(b"\xee" * 16384, 16384 * 7)
+    raise SystemExit("the write succeeded against a failing store")
+except nbd.Error as e:
+    assert e.errno == "EIO", e
+'
+s3_config "fault-503=0"
 nbdsh -u "$uri" -c "assert h.pread(h.get_size(), 0) == open('$tmp/model.img', 'rb').read()"
 stop_nbdkit "$tmp/n.pid"
 echo "$_hhc_name: ok"
