@@ -863,6 +863,16 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
   char *obj = NULL;
   int r = -1;
 
+  /* Into a dirty copy: no room needed.  Else wait for room with no
+   * lock held, and look again.
+   */
+  pthread_mutex_lock (lock);
+  if (wbuf_patch (wb, idx, off, n, buf))
+    {
+      r = 0;
+      goto out;
+    }
+  pthread_mutex_unlock (lock);
   if (wbuf_reserve (wb) == -1)
     {
       nbdkit_error ("cos: write-back: no dirty object can be stored "
@@ -872,6 +882,7 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
   pthread_mutex_lock (lock);
   if (wbuf_patch (wb, idx, off, n, buf))
     {
+      wbuf_unreserve (wb);
       r = 0;
       goto out;
     }
@@ -1137,6 +1148,29 @@ cos_trim (void *h, uint32_t count, uint64_t offset, uint32_t flags)
   return write_range (NULL, count, offset, flags);
 }
 
+/* Objects [FROM, TO) that the listing does not have: holes, except
+ * those dirty (DIRTY[i - FIRST]), which are data.
+ */
+static int
+add_gap (struct nbdkit_extents *extents, uint64_t from, uint64_t to,
+         const bool *dirty, uint64_t first)
+{
+  while (from < to)
+    {
+      bool d = dirty[from - first];
+      uint64_t end = from + 1;
+      while (end < to && dirty[end - first] == d)
+        end++;
+      if (nbdkit_add_extent (extents, from * object_size,
+                             (end - from) * object_size,
+                             d ? 0 : NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO)
+          == -1)
+        return -1;
+      from = end;
+    }
+  return 0;
+}
+
 /* Which objects of [offset, offset+count) exist, by one listing (at
  * most 1000 keys); nbdkit accepts fewer extents than asked for.
  */
@@ -1149,14 +1183,15 @@ cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
   char key[1024], after[1024], got[1024];
   char *eprefix = NULL, *eafter = NULL, *query = NULL;
   uint64_t next = first; /* first object not yet reported */
+  bool dirty[1000] = { false };
   size_t pos = 0;
   int r = -1, found;
 
   if (last - first >= 1000)
     last = first + 999;
-  /* Dirty objects are not in the listing yet. */
-  if (sync_objects (first, last, "extents") == -1)
-    return -1;
+  /* Dirty objects may not be in the listing yet: they are data. */
+  if (wb)
+    wbuf_dirty_set (wb, first, last, dirty);
   if (prefix[0])
     {
       snprintf (key, sizeof key, "%s/", prefix);
@@ -1203,11 +1238,7 @@ cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
           continue;
         if (idx > last)
           break;
-        if (idx > next
-            && nbdkit_add_extent (extents, next * object_size,
-                                  (idx - next) * object_size,
-                                  NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO)
-                   == -1)
+        if (add_gap (extents, next, idx, dirty, first) == -1)
           goto out_text;
         if (nbdkit_add_extent (extents, idx * object_size, object_size, 0)
             == -1)
@@ -1237,10 +1268,7 @@ cos_extents (void *h, uint32_t count, uint64_t offset, uint32_t flags,
           goto out_text;
       }
     else if (next <= last
-             && nbdkit_add_extent (extents, next * object_size,
-                                   (last + 1 - next) * object_size,
-                                   NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO)
-                    == -1)
+             && add_gap (extents, next, last + 1, dirty, first) == -1)
       goto out_text;
     r = 0;
 out_text:

@@ -49,6 +49,8 @@ struct entry {
   bool redirty;              /* INFLIGHT: written since the snapshot */
   uint64_t since;            /* gen of the oldest write not yet stored */
   uint64_t redirty_gen;      /* redirty: gen of the first such write */
+  uint64_t attempt;          /* attempt number of its last store */
+  uint64_t failed_at;        /* attempt that failed last (0: stored since) */
   struct entry *hnext;       /* hash chain */
   struct entry *qnext;       /* queue of QUEUED entries */
   struct entry *prev, *next; /* all entries */
@@ -75,6 +77,7 @@ struct wbuf {
   struct entry *all;
   struct entry *qhead, *qtail;
   uint64_t gen;
+  uint64_t attempts; /* stores started so far */
   unsigned nthreads, started;
   struct thread *thr;
   bool stop;
@@ -194,12 +197,12 @@ remove_entry (struct wbuf *w, struct entry *e)
   free (e);
 }
 
-/* Queue again the FAILED entries in [LO, HI] dirty since G or before. */
+/* Queue again every FAILED entry. */
 static void
-retry_failed (struct wbuf *w, uint64_t lo, uint64_t hi, uint64_t g)
+retry_failed (struct wbuf *w)
 {
   for (struct entry *e = w->all; e; e = e->next)
-    if (e->state == FAILED && e->idx >= lo && e->idx <= hi && e->since <= g)
+    if (e->state == FAILED)
       {
         push (w, e);
         w->busy++;
@@ -231,6 +234,7 @@ worker (void *p)
         w->qtail = NULL;
       e->state = INFLIGHT;
       e->redirty = false;
+      e->attempt = ++w->attempts;
       memcpy (snap, e->data, w->object_size);
       idx = e->idx;
       pthread_mutex_unlock (&w->m);
@@ -241,17 +245,25 @@ worker (void *p)
       pthread_mutex_lock (lk);
       pthread_mutex_lock (&w->m);
       if (r == 0)
-        w->st.stores++;
+        {
+          w->st.stores++;
+          e->failed_at = 0;
+        }
       else
-        w->st.failures++;
+        {
+          w->st.failures++;
+          e->failed_at = e->attempt;
+        }
       /* Before the entry goes: a reader that misses it must find what
        * the store holds in the object cache, not an older copy.
        */
       w->ops.stored (idx, snap, r == 0);
       if (e->redirty)
         {
-          /* Written again meanwhile: store it again.  Stored, the
-           * oldest write not covered is the first after the snapshot.
+          /* Written again meanwhile: store it again (also after a
+           * failure: a sync that waits for it sees failed_at).
+           * Stored, the oldest write not covered is the first after
+           * the snapshot.
            */
           if (r == 0)
             e->since = e->redirty_gen;
@@ -299,7 +311,7 @@ wbuf_reserve (struct wbuf *w)
           errno = EIO;
           return -1;
         }
-      retry_failed (w, 0, UINT64_MAX, UINT64_MAX);
+      retry_failed (w);
       retried = true;
     }
   w->reserved++;
@@ -347,8 +359,6 @@ wbuf_patch (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
       push (w, e);
       w->busy++;
     }
-  w->reserved--;
-  pthread_cond_broadcast (&w->done);
   pthread_mutex_unlock (&w->m);
   return true;
 }
@@ -434,15 +444,25 @@ wbuf_has (struct wbuf *w, uint64_t idx)
   return r;
 }
 
+void
+wbuf_dirty_set (struct wbuf *w, uint64_t lo, uint64_t hi, bool *dirty)
+{
+  pthread_mutex_lock (&w->m);
+  for (struct entry *e = w->all; e; e = e->next)
+    if (e->idx >= lo && e->idx <= hi)
+      dirty[e->idx - lo] = true;
+  pthread_mutex_unlock (&w->m);
+}
+
 int
 wbuf_sync (struct wbuf *w, uint64_t lo, uint64_t hi)
 {
-  uint64_t g;
+  uint64_t g, a0;
   bool failed;
 
   pthread_mutex_lock (&w->m);
   g = w->gen;
-  retry_failed (w, lo, hi, g);
+  a0 = w->attempts;
   for (;;)
     {
       bool pending = false;
@@ -450,8 +470,20 @@ wbuf_sync (struct wbuf *w, uint64_t lo, uint64_t hi)
       for (struct entry *e = w->all; e; e = e->next)
         if (e->idx >= lo && e->idx <= hi && e->since <= g)
           {
-            if (e->state == FAILED)
+            /* A store that started after this sync began and failed is
+             * this sync's failure, even if later writes queued the
+             * object again: never wait for ever on an object that keeps
+             * being written while the store is down.  One that failed
+             * before is tried once more.
+             */
+            if (e->failed_at > a0)
               failed = true;
+            else if (e->state == FAILED)
+              {
+                push (w, e);
+                w->busy++;
+                pending = true;
+              }
             else
               pending = true;
           }

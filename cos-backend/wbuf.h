@@ -41,21 +41,25 @@ extern void wbuf_free (struct wbuf *w);
 
 /* A writer of object IDX:
  *
- *   wbuf_reserve (w)                      (before the object's lock)
  *   lock (IDX)
  *   if (!wbuf_patch (w, IDX, off, n, buf))
- *     read the object, patch it, wbuf_add (w, IDX, obj)
- *     (or wbuf_unreserve (w) if there is nothing to write)
+ *     unlock (IDX)
+ *     wbuf_reserve (w)                    (never under an object lock)
+ *     lock (IDX)
+ *     if (wbuf_patch (...)) wbuf_unreserve (w)   (dirtied meanwhile)
+ *     else read the object, patch it, wbuf_add (w, IDX, obj)
+ *          (or wbuf_unreserve (w) if there is nothing to write)
  *   unlock (IDX)
  *
- * wbuf_reserve waits for room; it fails (-1, errno EIO) only when
- * every dirty object failed to be stored, and failed again when
- * retried once.  wbuf_patch copies BUF (NULL: zeros) to [OFF, OFF+N)
- * of IDX if IDX is dirty, and returns true then.  wbuf_add takes OBJ
- * (object_size bytes, malloc'd) as the new dirty content of IDX; it
- * fails (-1, errno set, OBJ not taken) only if it is out of memory or
- * threads, and the caller then stores the object itself.  Both use up
- * the reservation.
+ * wbuf_patch copies BUF (NULL: zeros) to [OFF, OFF+N) of IDX if IDX is
+ * dirty, and returns true then; it needs no room.  wbuf_reserve waits
+ * for room for one more dirty object; it fails (-1, errno EIO) only
+ * when every dirty object failed to be stored, and failed again when
+ * retried once.  wbuf_add takes OBJ (object_size bytes, malloc'd) as
+ * the new dirty content of IDX and uses up the reservation; it fails
+ * (-1, errno set, OBJ not taken, reservation given back) only if it is
+ * out of memory or threads, and the caller then stores the object
+ * itself.
  */
 extern int wbuf_reserve (struct wbuf *w);
 extern void wbuf_unreserve (struct wbuf *w);
@@ -69,6 +73,9 @@ extern int wbuf_add (struct wbuf *w, uint64_t idx, char *obj);
 extern bool wbuf_read (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
                        void *buf);
 extern bool wbuf_has (struct wbuf *w, uint64_t idx);
+/* Set DIRTY[i - LO] for each dirty object i in [LO, HI]. */
+extern void wbuf_dirty_set (struct wbuf *w, uint64_t lo, uint64_t hi,
+                            bool *dirty);
 
 /* Wait until every object in [LO, HI] that was dirty when called has
  * been stored.  Objects whose store had failed are tried once more.

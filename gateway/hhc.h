@@ -175,11 +175,12 @@ int hhc_trim (struct hhc_volume *vol, void *bctx, uint32_t count,
 int hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count,
               uint64_t offset, bool fua);
 /* Does a backend flush have anything to make durable that only a
- * client's own context could?  False when every write that went to the
- * backend outside write-back (trim, zero, pt and wt writes) is covered
- * by a completed backend flush, and the backend has multi-conn (its
- * flushes cover every context).  Write-back flushes the backend
- * itself.
+ * client's own context could?  False when every trim, zero and pt
+ * write that went to the backend is covered by a completed backend
+ * flush, and the backend has multi-conn (its flushes cover every
+ * context).  wt writes are not counted: they are durable after the
+ * client's FLUSH, which flushes the backend, as NBD asks; write-back
+ * flushes the backend itself.
  */
 bool hhc_backend_unflushed (struct hhc_volume *vol);
 /* NBD_CMD_CACHE: read the range into the cache. */

@@ -119,9 +119,11 @@ for i in range(64):
     w(bytes([rng.randrange(1, 256)]) * 8192, off)
 h.flush()
 ' -c "$save"
+# (flushes >= 1: a file written after the workload's last request.)
 poll_until 120 python3 -c 'import json, sys
 st = json.load(open(sys.argv[1]))
-sys.exit(0 if st["dirty"] == 0 and st["writeback_blocks"] > 0 else 1)' \
+sys.exit(0 if st["flushes"] >= 1 and st["dirty"] == 0
+         and st["writeback_blocks"] > 0 else 1)' \
   "$tmp/stats.json" || fail "the gateway did not write everything back"
 kill9_nbdkit "$tmp/g.pid"
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}"

@@ -109,10 +109,19 @@ write_obj (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
 {
   char *obj;
 
+  pthread_mutex_lock (&locks[idx]);
+  if (wbuf_patch (w, idx, off, n, buf))
+    {
+      pthread_mutex_unlock (&locks[idx]);
+      return 0;
+    }
+  pthread_mutex_unlock (&locks[idx]);
   if (wbuf_reserve (w) == -1)
     return -1;
   pthread_mutex_lock (&locks[idx]);
-  if (!wbuf_patch (w, idx, off, n, buf))
+  if (wbuf_patch (w, idx, off, n, buf))
+    wbuf_unreserve (w);
+  else
     {
       obj = malloc (OSIZE);
       assert_non_null (obj);
@@ -294,7 +303,7 @@ test_failed_store (void **state)
 static void
 test_full_of_failures (void **state)
 {
-  unsigned char a[OSIZE];
+  unsigned char a[OSIZE], p[8];
   struct wbuf *w;
 
   reset ();
@@ -309,16 +318,72 @@ test_full_of_failures (void **state)
   errno = 0;
   assert_int_equal (write_obj (w, 2, 0, OSIZE, a), -1);
   assert_int_equal (errno, EIO);
-  /* A write into a dirty object still needs room (its reservation),
-   * and gets it once the store works again.
-   */
+  /* A write into a dirty (failed) object needs no room. */
+  memset (p, 0x44, sizeof p);
+  assert_int_equal (write_obj (w, 1, 0, sizeof p, p), 0);
+  /* Once the store works again, room comes. */
   for (int i = 0; i < NOBJ; i++)
     set_fail (i, false);
   assert_int_equal (write_obj (w, 2, 0, OSIZE, a), 0);
   assert_int_equal (wbuf_sync (w, 0, UINT64_MAX), 0);
-  for (int i = 0; i < 3; i++)
-    assert_memory_equal (store[i], a, OSIZE);
+  assert_memory_equal (store[0], a, OSIZE);
+  assert_memory_equal (store[1], p, sizeof p);
+  assert_memory_equal (store[1] + sizeof p, a + sizeof p, OSIZE - sizeof p);
+  assert_memory_equal (store[2], a, OSIZE);
   wbuf_free (w);
+}
+
+/* The store is down and a writer keeps writing the object: every store
+ * fails with the object written again meanwhile.  A sync must still
+ * return (EIO), not wait for the writer to stop.
+ */
+struct rewriter {
+  struct wbuf *w;
+  int stop; /* atomic */
+  unsigned writes;
+};
+
+static void *
+rewriter_thread (void *p)
+{
+  struct rewriter *rw = p;
+  unsigned char b = 0;
+
+  while (!__atomic_load_n (&rw->stop, __ATOMIC_ACQUIRE))
+    {
+      b++;
+      if (write_obj (rw->w, 9, 0, 1, &b) == -1)
+        break;
+      rw->writes++;
+    }
+  return NULL;
+}
+
+static void
+test_failing_while_written (void **state)
+{
+  struct rewriter rw = { 0 };
+  unsigned char a[OSIZE];
+  pthread_t tid;
+
+  reset ();
+  slow = true; /* each failing store leaves time for writes */
+  rw.w = wbuf_new (&ops, 4, OSIZE, 1);
+  assert_non_null (rw.w);
+  memset (a, 0x55, sizeof a);
+  set_fail (9, true);
+  assert_int_equal (write_obj (rw.w, 9, 0, OSIZE, a), 0);
+  assert_int_equal (pthread_create (&tid, NULL, rewriter_thread, &rw), 0);
+  errno = 0;
+  assert_int_equal (wbuf_sync (rw.w, 9, 9), -1);
+  assert_int_equal (errno, EIO);
+  assert_int_equal (wbuf_sync (rw.w, 0, UINT64_MAX), -1);
+  __atomic_store_n (&rw.stop, 1, __ATOMIC_RELEASE);
+  pthread_join (tid, NULL);
+  set_fail (9, false);
+  assert_int_equal (wbuf_sync (rw.w, 0, UINT64_MAX), 0);
+  assert_int_equal (wbuf_dirty (rw.w), 0);
+  wbuf_free (rw.w);
 }
 
 int
@@ -329,6 +394,7 @@ main (void)
     cmocka_unit_test (test_concurrent_writers),
     cmocka_unit_test (test_failed_store),
     cmocka_unit_test (test_full_of_failures),
+    cmocka_unit_test (test_failing_while_written),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
