@@ -11,16 +11,33 @@
  * Who reads the replies: leader and followers.  A requester queues its
  * command, writes what the socket takes at once, and then waits.  One
  * of the waiting requesters of a session is its leader: it polls the
- * socket and runs iscsi_service, whose callbacks mark the requests
- * whose replies came in as done and wake their requesters.  When the
- * leader's own request is done it hands the leadership to a requester
- * still waiting, if there is one.  So a reply costs no thread hop for
- * the leader's own command (at queue depth 1, none at all) and one
- * wake-up for a follower's, which is the least there can be with a
- * thread per request (nbdkit's model).
+ * socket and runs iscsi_service, which reads every reply that is in
+ * and whose callbacks mark their requests done.  When the leader's own
+ * request is done it hands the leadership to a requester still
+ * waiting, if there is one.  So a reply costs no thread hop for the
+ * leader's own command (at queue depth 1, none at all) and one wake-up
+ * for a follower's, which is the least there can be with a thread per
+ * request (nbdkit's model).
+ *
+ * No wake-up meets a held lock.  A follower sleeps on a semaphore of
+ * its own, not on s->lock: whoever finds its request done (or makes it
+ * the leader) puts it on s->wakeups, and the posts are made after
+ * s->lock is released (session_unlock), so a woken follower does not
+ * block at once on the mutex of the thread that woke it, and one whose
+ * command succeeded returns without taking s->lock at all.  A
+ * requester that finds s->lock taken does not sleep on it either: it
+ * pushes its request on s->submit (a lock-free stack) and sleeps on its
+ * semaphore; the holder issues the pushed commands before it releases
+ * the lock, and looks again after releasing it, so none is left
+ * behind.  A request is posted at most once per sleep:
+ *
+ *   asleep  on wakeups  meaning
+ *   false   no          running (or leading); nobody posts it
+ *   true    no          sleeping; the next one to wake it queues a post
+ *   false   yes         one post owed, made at the next session_unlock
  *
  * A bit of a write may stay queued when the socket is full; the
- * requester then wakes the leader's poll (s->wake, an eventfd) so it
+ * sender then wakes the leader's poll (s->wake, an eventfd) so it
  * polls for POLLOUT too.  With no request in flight a ticker thread
  * per session services the socket twice a second: NOP-Ins from the
  * target, a connection closed while idle, libiscsi's timeout scan.
@@ -35,11 +52,13 @@
  *
  * Lock order: s->lock, then pool.lock (which only guards the choice
  * of a session and the counters); never the other way round.
+ * s->tick_lock is taken alone.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,27 +81,43 @@
 struct request;
 
 struct session {
-  pthread_mutex_t lock;      /* protects every field below but users, up */
-  pthread_cond_t tick;       /* the ticker's timed wait; signalled at stop */
+  pthread_mutex_t lock;      /* protects ctx ... why; see session_unlock */
   struct iscsi_context *ctx; /* NULL: not logged in */
   unsigned gen;              /* bumped whenever ctx is dropped or set */
   struct request *waiting;   /* requests in flight, a list */
   struct request *leader;    /* the one of them polling, or NULL */
+  struct request *wakeups;   /* to post once s->lock is released */
+  int wake;                  /* eventfd: the leader must poll anew */
+  char why[160];             /* why the session was last dropped */
+  struct request *submit;    /* atomic: pushed while s->lock was taken */
+  pthread_mutex_t tick_lock; /* protects stop */
+  pthread_cond_t tick;       /* the ticker's timed wait; signalled at stop */
   bool stop;
   bool thread_started;
-  int wake;      /* eventfd: the leader must recompute its poll set */
-  char why[160]; /* why the session was last dropped */
   pthread_t thread;
   unsigned users; /* requesters on this session: under pool.lock */
   bool up;        /* ctx != NULL, as seen under pool.lock */
 };
 
-/* One command waiting for its reply, on its requester's stack. */
+/* One command and its requester, on the requester's stack.  The
+ * command fields are read by whoever issues it; the rest is under
+ * s->lock until the request is posted done.
+ */
 struct request {
-  pthread_cond_t cond; /* done, or made leader */
-  struct request *next, **prevp;
+  sem_t sem; /* posted once per sleep: done, or made leader */
+  struct session *s;
+  pool_issue_fn issue;
+  void *arg;
+  char *msg; /* why it could not be issued, LEN bytes */
+  size_t len;
+  struct scsi_task *task;        /* NULL until issued, or if that failed */
+  unsigned gen;                  /* s->gen when issued */
+  struct request *next, **prevp; /* in s->waiting */
+  struct request *wnext;         /* in s->submit or s->wakeups */
+  int status;                    /* SCSI_STATUS_* from the callback */
   bool done;
-  int status; /* SCSI_STATUS_* from the callback */
+  bool asleep;    /* see the table at the top */
+  bool woke_done; /* done when its post was queued */
 };
 
 static struct {
@@ -182,6 +217,196 @@ session_fail (struct session *s, const char *what)
   session_drop (s, why);
 }
 
+/* With s->lock held: log the session in if it is not. */
+static int
+session_ensure (struct session *s, char *msg, size_t len)
+{
+  if (s->ctx)
+    return 0;
+  s->ctx = session_login (false);
+  if (s->ctx == NULL)
+    {
+      snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
+      return -1;
+    }
+  s->gen++;
+  session_set_up (s, true);
+  {
+    ISCSI_SCOPED_LOCK (&pool.lock);
+    pool.reconnects++;
+  }
+  return 0;
+}
+
+/* With s->lock held: queue a post of R's semaphore, if R sleeps. */
+static void
+request_wake (struct session *s, struct request *r)
+{
+  if (!r->asleep)
+    return;
+  r->asleep = false;
+  r->woke_done = r->done;
+  r->wnext = s->wakeups;
+  s->wakeups = r;
+}
+
+/* Completion of one command, run by libiscsi with s->lock held. */
+static void
+request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+  struct request *r = priv;
+  if (r->done)
+    return;
+  r->status = status;
+  r->done = true;
+  if (r->prevp) /* else cancelled while being queued: not listed */
+    {
+      if (r->next)
+        r->next->prevp = r->prevp;
+      *r->prevp = r->next;
+    }
+  request_wake (r->s, r);
+}
+
+/* With s->lock held: R could not be issued (R->msg says why). */
+static void
+request_fail (struct session *s, struct request *r)
+{
+  r->task = NULL;
+  r->done = true;
+  request_wake (s, r);
+}
+
+/* With s->lock held: issue R's command, logging the session in first
+ * if it is not, and list R as waiting.
+ */
+static void
+session_issue (struct session *s, struct request *r)
+{
+  if (session_ensure (s, r->msg, r->len) == -1)
+    {
+      request_fail (s, r);
+      return;
+    }
+  r->gen = s->gen;
+  r->task = r->issue (s->ctx, pool.conf->lun, r->arg, request_done, r);
+  if (r->task == NULL)
+    {
+      snprintf (r->msg, r->len, "cannot queue the command: %s",
+                iscsi_get_error (s->ctx));
+      session_drop (s, r->msg);
+      request_fail (s, r);
+      return;
+    }
+  if (r->done) /* completed at once (libiscsi does not, today) */
+    return;
+  r->next = s->waiting;
+  r->prevp = &s->waiting;
+  if (r->next)
+    r->next->prevp = &r->next;
+  s->waiting = r;
+}
+
+/* With s->lock held: send what the socket takes now; the leader sends
+ * the rest once it polls for POLLOUT, which a wake-up makes it do.
+ */
+static void
+session_send (struct session *s)
+{
+  if (s->ctx == NULL)
+    return;
+  if (iscsi_service (s->ctx, POLLOUT) < 0)
+    session_fail (s, "send failed");
+  else if (s->leader && iscsi_out_queue_length (s->ctx) > 0)
+    session_wake (s);
+}
+
+/* With s->lock held: issue the requests pushed on s->submit, oldest
+ * first, and send them.
+ */
+static void
+session_drain (struct session *s)
+{
+  struct request *r = __atomic_exchange_n (&s->submit, NULL, __ATOMIC_ACQUIRE);
+  struct request *fifo = NULL, *next;
+
+  if (r == NULL)
+    return;
+  for (; r; r = next)
+    {
+      next = r->wnext;
+      r->wnext = fifo;
+      fifo = r;
+    }
+  for (r = fifo; r; r = next)
+    {
+      next = r->wnext;
+      session_issue (s, r);
+    }
+  session_send (s);
+}
+
+/* Release s->lock.  Before: issue what was pushed, and make sure one
+ * of the waiting requests leads (the leader, when its own request is
+ * done, just steps down).  After: post the wakeups.  A request pushed
+ * after the last drain is seen by the look at s->submit that follows
+ * the unlock, or its pusher saw the lock free and took it.
+ */
+static void
+session_unlock (struct session *s)
+{
+  for (;;)
+    {
+      struct request *w, *next;
+      session_drain (s);
+      if (s->leader == NULL && s->waiting)
+        {
+          s->leader = s->waiting;
+          request_wake (s, s->leader);
+        }
+      w = s->wakeups;
+      s->wakeups = NULL;
+      iscsi_lock_check (pthread_mutex_unlock (&s->lock),
+                        "pthread_mutex_unlock");
+      for (; w; w = next)
+        {
+          next = w->wnext; /* W may be gone once posted */
+          sem_post (&w->sem);
+        }
+      __atomic_thread_fence (__ATOMIC_SEQ_CST);
+      if (__atomic_load_n (&s->submit, __ATOMIC_SEQ_CST) == NULL
+          || pthread_mutex_trylock (&s->lock) != 0)
+        return;
+    }
+}
+
+/* Hand R to session S.  Returns true with s->lock held and R issued
+ * and sent; false when s->lock was taken, with R pushed on s->submit
+ * and asleep: the holder issues it.
+ */
+static bool
+session_submit (struct session *s, struct request *r)
+{
+  struct request *top;
+
+  if (pthread_mutex_trylock (&s->lock) == 0)
+    {
+      session_issue (s, r);
+      session_send (s);
+      return true;
+    }
+  r->asleep = true;
+  top = __atomic_load_n (&s->submit, __ATOMIC_RELAXED);
+  do
+    r->wnext = top;
+  while (!__atomic_compare_exchange_n (&s->submit, &top, r, true,
+                                       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  if (pthread_mutex_trylock (&s->lock) == 0)
+    session_unlock (s); /* the holder left before it could see R */
+  return false;
+}
+
 /* With s->lock held: poll the socket for up to TIMEOUT ms (dropping
  * the lock meanwhile when TIMEOUT > 0) and service what came.
  */
@@ -199,10 +424,10 @@ session_poll (struct session *s, int timeout)
   pfd[1].events = POLLIN;
   pfd[1].revents = 0;
   if (timeout > 0)
-    pthread_mutex_unlock (&s->lock);
+    session_unlock (s);
   r = poll (pfd, 2, timeout);
   if (timeout > 0)
-    pthread_mutex_lock (&s->lock);
+    iscsi_lock (&s->lock);
   if (r == -1)
     {
       if (errno != EINTR)
@@ -221,45 +446,40 @@ session_poll (struct session *s, int timeout)
     session_fail (s, "connection failed");
 }
 
+/* Sleep SERVICE_TICK_MS or until stopped.  Returns true if stopped. */
+static bool
+ticker_sleep (struct session *s)
+{
+  ISCSI_SCOPED_LOCK (&s->tick_lock);
+  struct timespec ts;
+
+  if (s->stop)
+    return true;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  ts.tv_nsec += SERVICE_TICK_MS * 1000000L;
+  if (ts.tv_nsec >= 1000000000L)
+    {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+  pthread_cond_timedwait (&s->tick, &s->tick_lock, &ts);
+  return s->stop;
+}
+
 /* The ticker: with no request in flight nobody else reads the socket. */
 static void *
 ticker_thread (void *p)
 {
   struct session *s = p;
-  ISCSI_SCOPED_LOCK (&s->lock);
 
-  while (!s->stop)
+  while (!ticker_sleep (s))
     {
-      struct timespec ts;
-      clock_gettime (CLOCK_REALTIME, &ts);
-      ts.tv_nsec += SERVICE_TICK_MS * 1000000L;
-      if (ts.tv_nsec >= 1000000000L)
-        {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000L;
-        }
-      pthread_cond_timedwait (&s->tick, &s->lock, &ts);
-      if (!s->stop && s->ctx && s->leader == NULL)
+      iscsi_lock (&s->lock);
+      if (s->ctx && s->leader == NULL)
         session_poll (s, 0);
+      session_unlock (s);
     }
   return NULL;
-}
-
-/* Completion of one command, run by libiscsi with s->lock held. */
-static void
-request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
-{
-  struct request *r = priv;
-  if (r->done)
-    return;
-  r->status = status;
-  r->done = true;
-  if (r->prevp == NULL)
-    return; /* cancelled while being queued: not listed, nobody waits */
-  if (r->next)
-    r->next->prevp = r->prevp;
-  *r->prevp = r->next;
-  pthread_cond_signal (&r->cond);
 }
 
 static int
@@ -267,6 +487,7 @@ session_init (struct session *s)
 {
   int r;
   pthread_mutex_init (&s->lock, NULL);
+  pthread_mutex_init (&s->tick_lock, NULL);
   pthread_cond_init (&s->tick, NULL);
   s->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->wake == -1)
@@ -325,7 +546,7 @@ pool_stop (void)
       if (s->thread_started)
         {
           {
-            ISCSI_SCOPED_LOCK (&s->lock);
+            ISCSI_SCOPED_LOCK (&s->tick_lock);
             s->stop = true;
             pthread_cond_signal (&s->tick);
           }
@@ -340,6 +561,7 @@ pool_stop (void)
       if (s->wake >= 0)
         close (s->wake);
       pthread_cond_destroy (&s->tick);
+      pthread_mutex_destroy (&s->tick_lock);
       pthread_mutex_destroy (&s->lock);
     }
   free (pool.s);
@@ -398,25 +620,64 @@ backoff (unsigned n)
   nanosleep (&ts, NULL);
 }
 
-/* With s->lock held: log the session in if it is not. */
-static int
-session_ensure (struct session *s, char *msg, size_t len)
+/* With s->lock held, R done: what to do next (see attempt). */
+static enum sense_action
+request_classify (struct session *s, struct request *r, int *err)
 {
-  if (s->ctx)
-    return 0;
-  s->ctx = session_login (false);
-  if (s->ctx == NULL)
+  enum sense_action a;
+
+  if (r->task == NULL)
+    return SENSE_RECONNECT; /* r->msg says why */
+  if (s->ctx && r->gen == s->gen)
+    a = sense_classify (s->ctx, r->task, r->msg, r->len, err);
+  else
     {
-      snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
-      return -1;
+      snprintf (r->msg, r->len, "session lost: %s", s->why);
+      a = SENSE_RECONNECT;
     }
-  s->gen++;
-  session_set_up (s, true);
-  {
-    ISCSI_SCOPED_LOCK (&pool.lock);
-    pool.reconnects++;
-  }
-  return 0;
+  if (a == SENSE_RECONNECT && s->ctx && r->gen == s->gen)
+    session_drop (s, r->msg);
+  return a;
+}
+
+/* Wait for R, handed to S, to be done: leading (polling the socket)
+ * when nobody else does, else asleep on R's semaphore.  LOCKED says
+ * whether s->lock is held.  Returns true with s->lock held, or false
+ * without it when R was posted done with a good status (the fast
+ * path: nothing left to do on the session).
+ */
+static bool
+request_wait (struct session *s, struct request *r, bool locked)
+{
+  for (;;)
+    {
+      if (!locked)
+        {
+          while (sem_wait (&r->sem) == -1)
+            ; /* EINTR */
+          if (r->woke_done && r->task
+              && (r->status == SCSI_STATUS_GOOD
+                  || r->status == SCSI_STATUS_CONDITION_MET))
+            return false;
+          iscsi_lock (&s->lock);
+          locked = true;
+        }
+      if (r->done)
+        break;
+      if (s->leader == NULL)
+        s->leader = r;
+      if (s->leader == r)
+        session_poll (s, SERVICE_TICK_MS);
+      else
+        {
+          r->asleep = true;
+          session_unlock (s);
+          locked = false;
+        }
+    }
+  if (s->leader == r)
+    s->leader = NULL; /* session_unlock names the next one */
+  return true;
 }
 
 /* One attempt on session S.  Returns the action; *TASK is set on
@@ -426,75 +687,29 @@ static enum sense_action
 attempt (struct session *s, pool_issue_fn issue, void *arg,
          struct scsi_task **task, char *msg, size_t len, int *err)
 {
-  ISCSI_SCOPED_LOCK (&s->lock);
-  struct request r = { .done = false, .prevp = NULL };
-  struct scsi_task *t;
-  enum sense_action a;
-  unsigned gen;
+  struct request r
+      = { .s = s, .issue = issue, .arg = arg, .msg = msg, .len = len };
+  enum sense_action a = SENSE_OK;
+  bool locked;
 
   *err = EIO;
-  if (session_ensure (s, msg, len) == -1)
-    return SENSE_RECONNECT;
-  gen = s->gen;
-  t = issue (s->ctx, pool.conf->lun, arg, request_done, &r);
-  if (t == NULL)
+  sem_init (&r.sem, 0, 0);
+  locked = request_wait (s, &r, session_submit (s, &r));
+  if (r.task)
+    r.task->status = r.status;
+  if (locked)
     {
-      snprintf (msg, len, "cannot queue the command: %s",
-                iscsi_get_error (s->ctx));
-      session_drop (s, msg);
-      return SENSE_RECONNECT;
+      a = request_classify (s, &r, err);
+      session_unlock (s);
     }
-  pthread_cond_init (&r.cond, NULL);
-  if (!r.done) /* not completed at once (libiscsi does not, today) */
-    {
-      r.next = s->waiting;
-      r.prevp = &s->waiting;
-      if (r.next)
-        r.next->prevp = &r.next;
-      s->waiting = &r;
-    }
-
-  /* Send what the socket takes now; the leader sends the rest once it
-   * polls for POLLOUT, which a wake-up makes it do.
-   */
-  if (iscsi_service (s->ctx, POLLOUT) < 0)
-    session_fail (s, "send failed");
-  else if (s->leader && iscsi_out_queue_length (s->ctx) > 0)
-    session_wake (s);
-
-  while (!r.done)
-    {
-      if (s->leader == NULL)
-        s->leader = &r;
-      if (s->leader == &r)
-        session_poll (s, SERVICE_TICK_MS);
-      else
-        pthread_cond_wait (&r.cond, &s->lock);
-    }
-  if (s->leader == &r)
-    {
-      s->leader = s->waiting; /* a request not done, or NULL */
-      if (s->leader)
-        pthread_cond_signal (&s->leader->cond);
-    }
-  pthread_cond_destroy (&r.cond);
-
-  t->status = r.status;
-  if (s->ctx && gen == s->gen)
-    a = sense_classify (s->ctx, t, msg, len, err);
-  else
-    {
-      snprintf (msg, len, "session lost: %s", s->why);
-      a = SENSE_RECONNECT;
-    }
-  if (a == SENSE_RECONNECT && s->ctx && gen == s->gen)
-    session_drop (s, msg);
+  sem_destroy (&r.sem);
   if (a == SENSE_OK)
     {
-      *task = t;
+      *task = r.task;
       return a;
     }
-  scsi_free_scsi_task (t);
+  if (r.task)
+    scsi_free_scsi_task (r.task);
   return a;
 }
 
