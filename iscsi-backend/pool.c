@@ -412,16 +412,36 @@ ticker_sleep (struct session *s)
   return s->stop;
 }
 
-/* The ticker: with no request in flight nobody else reads the socket. */
+/* The ticker: with no request in flight nobody else reads the socket.
+ * And nobody else logs a dropped session back in once another one is
+ * up (pool_take prefers sessions that are up), so the pool would
+ * shrink to one session for good after the target dropped them all:
+ * the ticker logs it in, every tick at first, then backing off (up to
+ * 8 ticks) while the target does not answer.
+ */
 static void *
 ticker_thread (void *p)
 {
   struct session *s = p;
+  unsigned fails = 0, skip = 0;
+  char msg[160];
 
   while (!ticker_sleep (s))
     {
       iscsi_lock (&s->lock);
-      if (s->ctx && s->leader == NULL)
+      if (s->ctx == NULL)
+        {
+          if (skip > 0)
+            skip--;
+          else if (session_ensure (s, msg, sizeof msg) == 0)
+            fails = 0;
+          else
+            {
+              fails += fails < 3;
+              skip = (1u << fails) - 1;
+            }
+        }
+      else if (s->leader == NULL)
         session_poll (s, 0);
       session_unlock (s);
     }

@@ -2,7 +2,8 @@
 # hhciscsi: the target drops every connection (tgtadm delete conn) in
 # the middle of a workload, twice.  The plugin must log in again and
 # retry: every write+flush round succeeds, every acknowledged round is
-# in the LUN's backing file, and new sessions replaced the dropped ones.
+# in the LUN's backing file, and new sessions replaced the dropped ones,
+# all of them (an idle one too, logged in by its ticker).
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -73,4 +74,13 @@ print('all 128 rounds acknowledged and intact')
 after=$(sessions | tail -n 1)
 [ -n "$after" ] && [ "$after" -gt "$before" ] ||
   fail "no new session after the drops (before $before, after ${after:-none})"
+
+# The pool heals whole, also with no request to carry the login: both
+# sessions are logged in again after the drops, and after one more
+# drop while idle.
+two () { [ "$(sessions | wc -l)" -eq 2 ]; }
+poll_until 60 two || fail "the pool did not get both sessions back: $(sessions)"
+drop_all
+poll_until 60 two || fail "idle sessions were not logged in again: $(sessions)"
+nbdsh -u "$(nbd_uri "$tmp/n.sock")" -c 'h.pwrite(b"\x77" * 4096, 0); h.flush()'
 stop_nbdkit "$tmp/n.pid"
