@@ -128,10 +128,14 @@ static struct {
 };
 
 /* Log a new context in.  Reports failures with nbdkit_error when LOUD,
- * else with nbdkit_debug (retries are not errors yet).
+ * else with nbdkit_debug (retries are not errors yet).  BOUNDED: the
+ * login gives up after LOGIN_BOUND_S even with timeout=0 (the ticker's
+ * logins: nothing waits for them, and nbdkit's exit waits for the
+ * ticker).
  */
+#define LOGIN_BOUND_S 10
 static struct iscsi_context *
-session_login (bool loud)
+session_login (bool loud, bool bounded)
 {
   const struct pool_conf *c = pool.conf;
   struct iscsi_context *ctx = iscsi_create_context (c->initiator);
@@ -146,6 +150,8 @@ session_login (bool loud)
   iscsi_set_noautoreconnect (ctx, 1);
   if (c->timeout > 0)
     iscsi_set_timeout (ctx, c->timeout);
+  else if (bounded)
+    iscsi_set_timeout (ctx, LOGIN_BOUND_S);
   if (c->user
       && iscsi_set_initiator_username_pwd (ctx, c->user,
                                            c->password ? c->password : "")
@@ -166,6 +172,8 @@ session_login (bool loud)
       iscsi_destroy_context (ctx);
       return NULL;
     }
+  if (c->timeout == 0 && bounded)
+    iscsi_set_timeout (ctx, 0); /* commands wait for ever, as asked */
   return ctx;
 }
 
@@ -214,13 +222,14 @@ session_fail (struct session *s, const char *what)
   session_drop (s, why);
 }
 
-/* With s->lock held: log the session in if it is not. */
+/* With s->lock held: log the session in if it is not (BOUNDED: see
+ * session_login). */
 static int
-session_ensure (struct session *s, char *msg, size_t len)
+session_ensure (struct session *s, char *msg, size_t len, bool bounded)
 {
   if (s->ctx)
     return 0;
-  s->ctx = session_login (false);
+  s->ctx = session_login (false, bounded);
   if (s->ctx == NULL)
     {
       snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
@@ -280,7 +289,7 @@ request_fail (struct session *s, struct request *r)
 static void
 session_issue (struct session *s, struct request *r)
 {
-  if (session_ensure (s, r->msg, r->len) == -1)
+  if (session_ensure (s, r->msg, r->len, false) == -1)
     {
       request_fail (s, r);
       return;
@@ -433,7 +442,7 @@ ticker_thread (void *p)
         {
           if (skip > 0)
             skip--;
-          else if (session_ensure (s, msg, sizeof msg) == 0)
+          else if (session_ensure (s, msg, sizeof msg, true) == 0)
             fails = 0;
           else
             {
@@ -491,7 +500,7 @@ pool_start (const struct pool_conf *conf)
       s->wake = -1;
       if (session_init (s) == -1)
         return -1;
-      struct iscsi_context *ctx = session_login (true);
+      struct iscsi_context *ctx = session_login (true, false);
       if (ctx == NULL)
         return -1;
       ISCSI_SCOPED_LOCK (&s->lock);
