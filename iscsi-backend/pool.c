@@ -223,7 +223,8 @@ session_fail (struct session *s, const char *what)
 }
 
 /* With s->lock held: log the session in if it is not (BOUNDED: see
- * session_login). */
+ * session_login).
+ */
 static int
 session_ensure (struct session *s, char *msg, size_t len, bool bounded)
 {
