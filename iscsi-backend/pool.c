@@ -616,15 +616,17 @@ request_classify (struct session *s, struct request *r, int *err)
   return a;
 }
 
-/* Wait for R, handed to S, to be done: leading (polling the socket)
- * when nobody else does, else asleep on R's semaphore.  LOCKED says
- * whether s->lock is held.  Returns true with s->lock held, or false
+/* Wait for R, handed to S with s->lock held (session_submit), to be
+ * done: leading (polling the socket) when nobody else does, else asleep
+ * on R's semaphore.  Returns true with s->lock held, or false
  * without it when R was posted done with a good status (the fast
  * path: nothing left to do on the session).
  */
 static bool
-request_wait (struct session *s, struct request *r, bool locked)
+request_wait (struct session *s, struct request *r)
 {
+  bool locked = true;
+
   for (;;)
     {
       if (!locked)
@@ -671,7 +673,7 @@ attempt (struct session *s, pool_issue_fn issue, void *arg,
   *err = EIO;
   sem_init (&r.sem, 0, 0);
   session_submit (s, &r);
-  locked = request_wait (s, &r, true);
+  locked = request_wait (s, &r);
   if (r.task)
     r.task->status = r.status;
   if (locked)
