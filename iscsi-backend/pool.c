@@ -131,7 +131,8 @@ static struct {
  * else with nbdkit_debug (retries are not errors yet).  BOUNDED: the
  * login gives up after LOGIN_BOUND_S even with timeout=0 (the ticker's
  * logins: nothing waits for them, and nbdkit's exit waits for the
- * ticker).
+ * ticker; and the first ones, so that a portal that never answers
+ * stops the start).
  */
 #define LOGIN_BOUND_S 10
 static struct iscsi_context *
@@ -461,7 +462,6 @@ ticker_thread (void *p)
 static int
 session_init (struct session *s)
 {
-  int r;
   pthread_mutex_init (&s->lock, NULL);
   pthread_mutex_init (&s->tick_lock, NULL);
   pthread_cond_init (&s->tick, NULL);
@@ -471,7 +471,16 @@ session_init (struct session *s)
       nbdkit_error ("eventfd: %m");
       return -1;
     }
-  r = pthread_create (&s->thread, NULL, ticker_thread, s);
+  return 0;
+}
+
+/* After S's first login: before it, the ticker would see no context
+ * and log in a second one of its own.
+ */
+static int
+session_start_ticker (struct session *s)
+{
+  int r = pthread_create (&s->thread, NULL, ticker_thread, s);
   if (r != 0)
     {
       errno = r;
@@ -501,12 +510,19 @@ pool_start (const struct pool_conf *conf)
       s->wake = -1;
       if (session_init (s) == -1)
         return -1;
-      struct iscsi_context *ctx = session_login (true, false);
+      /* Bounded: a portal that accepts the connection and never
+       * answers is one error at start-up, not a start that hangs.
+       */
+      struct iscsi_context *ctx = session_login (true, true);
       if (ctx == NULL)
         return -1;
-      ISCSI_SCOPED_LOCK (&s->lock);
-      s->ctx = ctx;
-      session_set_up (s, true);
+      {
+        ISCSI_SCOPED_LOCK (&s->lock);
+        s->ctx = ctx;
+        session_set_up (s, true);
+      }
+      if (session_start_ticker (s) == -1)
+        return -1;
     }
   nbdkit_debug ("hhciscsi: %u sessions logged in to %s", pool.n, conf->portal);
   return 0;
