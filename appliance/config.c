@@ -65,6 +65,8 @@
  *       iscsi: .url        S         required     iscsi://..., no '@'
  *              .chap_file  S         none         a file (*)
  *              .initiator  S         none
+ *              .sessions   N         4            1..64
+ *              .timeout    N         0 (none)     0..86400 seconds
  *     .cache               S         required     exists (*), or its
  *                                                 directory does when
  *                                                 cache_size is given
@@ -1069,8 +1071,14 @@ parse_iscsi_backend (struct ctx *c, const struct at *b, struct gw_volume *v)
   r = get_string (c, b, "chap_file", false, &v->chap_file, &a);
   if (r == -1 || (r == 1 && must_exist (c, &a, v->chap_file, false) == -1))
     return -1;
-  if (get_string (c, b, "initiator", false, &v->initiator, NULL) == -1)
+  if (get_string (c, b, "initiator", false, &v->initiator, NULL) == -1
+      || get_uint (c, b, "sessions", 1, 64, &v->sessions, NULL) == -1)
     return -1;
+  unsigned t;
+  r = get_uint (c, b, "timeout", 0, 86400, &t, NULL);
+  if (r == -1)
+    return -1;
+  v->timeout = r == 1 ? (int)t : -1;
   return 0;
 }
 
@@ -1087,8 +1095,9 @@ parse_backend (struct ctx *c, const struct at *vo, size_t i,
   static const char *const cos_keys[]
       = { "type",        "endpoint", "bucket",     "prefix",  "region",
           "credentials", "size",     "tls_verify", "ca_file", NULL };
-  static const char *const iscsi_keys[]
-      = { "type", "url", "chap_file", "initiator", NULL };
+  static const char *const iscsi_keys[] = {
+    "type", "url", "chap_file", "initiator", "sessions", "timeout", NULL
+  };
   static const char *const *const keys[]
       = { file_keys, nbd_keys, cos_keys, iscsi_keys };
   HHC_CLEANUP_FREE char *type = NULL;
@@ -1665,7 +1674,8 @@ gw_volume_equal (const struct gw_volume *a, const struct gw_volume *b)
 
   if (a->type != b->type || a->tls_verify != b->tls_verify
       || a->drain_on_stop != b->drain_on_stop || a->nlogs != b->nlogs
-      || a->ntuning != b->ntuning)
+      || a->ntuning != b->ntuning || a->sessions != b->sessions
+      || a->timeout != b->timeout)
     return false;
   for (size_t i = 0; i < sizeof sa / sizeof sa[0]; i++)
     if (!str_eq (sa[i], sb[i]))

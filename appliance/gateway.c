@@ -316,6 +316,10 @@ backend_args (struct argv *v, const struct gw_volume *vo)
       arg (v, "url=%s", vo->url);
       if (vo->initiator)
         arg (v, "initiator=%s", vo->initiator);
+      if (vo->sessions)
+        arg (v, "sessions=%u", vo->sessions);
+      if (vo->timeout >= 0)
+        arg (v, "timeout=%d", vo->timeout);
       if (vo->chap_file)
         {
           if (read_two_lines (vo->chap_file, &a, &b) == -1)

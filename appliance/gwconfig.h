@@ -47,9 +47,11 @@ struct gw_volume {
   bool tls_verify;   /* default true */
   char *ca_file;     /* optional */
   /* iscsi */
-  char *url;       /* iscsi://host[:port]/iqn/lun (no user or password) */
-  char *chap_file; /* optional: line 1 user, line 2 password */
-  char *initiator; /* optional */
+  char *url;         /* iscsi://host[:port]/iqn/lun (no user or password) */
+  char *chap_file;   /* optional: line 1 user, line 2 password */
+  char *initiator;   /* optional */
+  unsigned sessions; /* optional: 0 = the plugin's default (4) */
+  int timeout;       /* optional: -1 = the plugin's default */
   /* the cache */
   char *cache;      /* device or file */
   char *cache_size; /* optional: create a missing file of this size */

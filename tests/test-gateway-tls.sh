@@ -3,7 +3,7 @@
 # client with the pre-shared key reads and writes the exports, a client
 # without TLS is refused.  Volume b is an iSCSI LUN on a private tgtd
 # with CHAP (the password reaches nbdkit through a pipe and appears in
-# no command line or log).  Also: /metrics of the real gateway passes
+# no command line or log) and "sessions": 3 (the target sees three).  Also: /metrics of the real gateway passes
 # promtool.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
@@ -39,7 +39,8 @@ cat >"$tmp/gateway.json" <<EOF
     {"name": "a", "backend": {"type": "file", "path": "$tmp/a.img"},
      "cache": "$tmp/a.cache", "cache_size": "4M", "backend_id": "a"},
     {"name": "b", "backend": {"type": "iscsi", "url": "$(tgt_url)",
-                              "chap_file": "$tmp/chap"},
+                              "chap_file": "$tmp/chap", "sessions": 3,
+                              "timeout": 30},
      "cache": "$tmp/b.cache", "cache_size": "4M", "mode": "wt"}
   ]
 }
@@ -67,6 +68,10 @@ h.flush()
 head -c 131072 /dev/zero | tr '\0' '\153' >"$tmp/b.expected"
 cmp -n 131072 -i 4096:0 "$tmp/lun.img" "$tmp/b.expected" ||
   fail "the iSCSI LUN does not hold what was written through the gateway"
+# "sessions": 3 reached the plugin: the target sees three sessions.
+sessions () { tgtadm_ --op show --mode conn --tid 1 | grep -c '^Session: ' || true; }
+three () { [ "$(sessions)" -eq 3 ]; }
+poll_until 30 three || fail "the target has $(sessions) sessions, not the 3 configured"
 if grep -q -- "$secret" "$tmp/gateway.log" ||
    ps -eo args | grep -v grep | grep -q -- "$secret"; then
   fail "the CHAP secret appears in a log or a command line"

@@ -167,6 +167,16 @@ static const struct error_case error_cases[] = {
     "\"url\": \"iscsi://u%p@h/iqn.x/1\"}, \"cache\": \"/c\"}]}",
     "t.json:1:64: volumes[0].backend.url: must not hold a user or password "
     "(put them in chap_file)" },
+  { "iscsi_sessions",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"iscsi\", "
+    "\"url\": \"iscsi://h/iqn.x/1\", \"sessions\": 0}, \"cache\": \"/c\"}]}",
+    "t.json:1:97: volumes[0].backend.sessions: must be an integer from 1 to "
+    "64" },
+  { "iscsi_timeout",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"iscsi\", "
+    "\"url\": \"iscsi://h/iqn.x/1\", \"timeout\": -1}, \"cache\": \"/c\"}]}",
+    "t.json:1:96: volumes[0].backend.timeout: must be an integer from 0 to "
+    "86400" },
   { "missing_cache",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}}]}",
@@ -422,7 +432,8 @@ static const char full[]
       "                  \"url\": "
       "\"iscsi://127.0.0.1:3260/iqn.2026-01.test:lun1/1\",\n"
       "                  \"chap_file\": \"/etc/hhc/chap\",\n"
-      "                  \"initiator\": \"iqn.2026-01.test:gw\"},\n"
+      "                  \"initiator\": \"iqn.2026-01.test:gw\",\n"
+      "                  \"sessions\": 8, \"timeout\": 0},\n"
       "      \"cache\": \"/dev/nvme0n1p5\",\n"
       "      \"cache_size\": 1048576\n"
       "    }\n"
@@ -520,6 +531,8 @@ test_full (void **state)
                        "iscsi://127.0.0.1:3260/iqn.2026-01.test:lun1/1");
   assert_string_equal (v->chap_file, "/etc/hhc/chap");
   assert_string_equal (v->initiator, "iqn.2026-01.test:gw");
+  assert_int_equal (v->sessions, 8);
+  assert_int_equal (v->timeout, 0);
   assert_string_equal (v->cache, "/dev/nvme0n1p5");
   assert_string_equal (v->cache_size, "1048576");
 
