@@ -872,6 +872,30 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
       r = 0;
       goto out;
     }
+  /* Zeros over zeros change nothing and need no room: when the buffer
+   * is full of objects whose stores fail, they must still succeed.  A
+   * partial zero reads the object anyway (it stays in the object cache
+   * for the read below); a whole one only when it would wait.
+   */
+  if (buf == NULL && (n < object_size || wbuf_full (wb)))
+    {
+      obj = malloc (object_size);
+      if (obj == NULL)
+        {
+          nbdkit_error ("cos: malloc: %m");
+          goto out;
+        }
+      if (read_object (idx, 0, object_size, obj) == -1)
+        goto out;
+      if (is_zero (obj + off, n))
+        {
+          r = 0;
+          goto out;
+        }
+      objcache_put (cache, idx, obj);
+      free (obj);
+      obj = NULL;
+    }
   pthread_mutex_unlock (lock);
   if (wbuf_reserve (wb) == -1)
     {

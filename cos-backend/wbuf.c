@@ -321,6 +321,15 @@ wbuf_reserve (struct wbuf *w)
   return 0;
 }
 
+bool
+wbuf_full (struct wbuf *w)
+{
+  pthread_mutex_lock (&w->m);
+  bool full = w->count + w->reserved >= w->max;
+  pthread_mutex_unlock (&w->m);
+  return full;
+}
+
 void
 wbuf_unreserve (struct wbuf *w)
 {

@@ -63,6 +63,8 @@ extern void wbuf_free (struct wbuf *w);
  */
 extern int wbuf_reserve (struct wbuf *w);
 extern void wbuf_unreserve (struct wbuf *w);
+/* Would wbuf_reserve wait now (or fail)? */
+extern bool wbuf_full (struct wbuf *w);
 extern bool wbuf_patch (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
                         const void *buf);
 extern int wbuf_add (struct wbuf *w, uint64_t idx, char *obj);

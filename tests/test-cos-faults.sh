@@ -8,7 +8,8 @@
 # failing store: the FLUSH (with writeback=0 the write) ends in EIO
 # after the retries, with one message naming the S3 error, nothing
 # acknowledged by a FLUSH is lost, and nbdkit serves on when the store
-# recovers.
+# recovers.  While the write-back buffer is full of such failed stores,
+# zeros over zeros still succeed.
 #
 # The seed is fixed so that CI sees the same faults every time (and
 # every kind of them); HHC_TEST_SEED=N tries another (it is printed).
@@ -135,6 +136,45 @@ python3 - "$tmp/model.img" <<'EOF2'
 import sys
 m = bytearray(open(sys.argv[1], "rb").read())
 m[16384 * 7:16384 * 8] = b"\xe2" * 16384
+open(sys.argv[1], "wb").write(m)
+EOF2
+
+# A buffer full of objects whose stores fail (writeback= one object):
+# zeros over zeros still succeed, as they change nothing; a write that
+# needs room ends in EIO.
+start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}" retries=1 \
+  writeback=16K
+nbdsh -u "$uri" -c '
+h.pwrite(b"\xd2" * 16384, 16384 * 8)
+h.zero(16384, 16384 * 9)
+h.flush()
+'
+s3_config "fault-503=1&fault-ops=PUT,DELETE"
+nbdsh -u "$uri" -c '
+h.pwrite(b"\xd1" * 16384, 16384 * 7)
+try:
+    h.flush()
+    raise SystemExit("the flush succeeded against a failing store")
+except nbd.Error as e:
+    assert e.errno == "EIO", e
+h.zero(16384, 16384 * 9)
+h.zero(4096, 16384 * 9 + 4096)
+assert h.pread(16384, 16384 * 9) == bytes(16384)
+for off, n in ((16384 * 8 + 4096, 4096), (16384 * 8, 16384)):
+    try:
+        h.zero(n, off)
+        raise SystemExit("zeroing a clean object found room in a full buffer")
+    except nbd.Error as e:
+        assert e.errno == "EIO", e
+assert h.pread(16384, 16384 * 8) == b"\xd2" * 16384
+' || fail "zeros over zeros failed while the buffer was full of failed stores"
+s3_config "fault-503=0"
+nbdsh -u "$uri" -c 'h.flush()'
+stop_nbdkit "$tmp/n.pid"
+python3 - "$tmp/model.img" <<'EOF2'
+import sys
+m = bytearray(open(sys.argv[1], "rb").read())
+m[16384 * 7:16384 * 10] = b"\xd1" * 16384 + b"\xd2" * 16384 + bytes(16384)
 open(sys.argv[1], "wb").write(m)
 EOF2
 
