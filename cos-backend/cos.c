@@ -803,6 +803,25 @@ read_object (uint64_t idx, uint32_t off, uint32_t n, void *buf)
   return 0;
 }
 
+/* Object IDX whole, in a new buffer (free it), or NULL after an error. */
+static char *
+read_whole_object (uint64_t idx)
+{
+  char *obj = malloc (object_size);
+
+  if (obj == NULL)
+    {
+      nbdkit_error ("cos: malloc: %m");
+      return NULL;
+    }
+  if (read_object (idx, 0, object_size, obj) == -1)
+    {
+      free (obj);
+      return NULL;
+    }
+  return obj;
+}
+
 /* Store a whole object: PUT, or DELETE when it is all zeros. */
 static int
 put_object (uint64_t idx, const void *buf)
@@ -879,13 +898,8 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
    */
   if (buf == NULL && (n < object_size || wbuf_full (wb)))
     {
-      obj = malloc (object_size);
+      obj = read_whole_object (idx);
       if (obj == NULL)
-        {
-          nbdkit_error ("cos: malloc: %m");
-          goto out;
-        }
-      if (read_object (idx, 0, object_size, obj) == -1)
         goto out;
       if (is_zero (obj + off, n))
         {
@@ -976,13 +990,8 @@ write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf, bool fua)
       objcache_drop (cache, idx); /* missing now (or unknown) */
       goto out;
     }
-  obj = malloc (object_size);
+  obj = read_whole_object (idx);
   if (obj == NULL)
-    {
-      nbdkit_error ("cos: malloc: %m");
-      goto out;
-    }
-  if (read_object (idx, 0, object_size, obj) == -1)
     goto out;
   if (buf)
     memcpy (obj + off, buf, n);
