@@ -14,9 +14,10 @@
  *   0   magic "HHCSEG01"      8  u64 seq          16 u64 base seq
  *   24  u32 flags             28 u32 block count  32 u32 revoke count
  *   36  u32 header length     40 u64 segment id (offset in region / 4K)
- *   48  log uuid[16]          64 cache uuid[16]   80 u32 crc32c (over
- *   the header with this field 0, then the data blocks)
- *   84  u32 crc32c of the previous segment (the chain link)
+ *   48  log uuid[16]          64 cache uuid[16]   80 u32 checksum (over
+ *   the header with this field 0, then the data blocks: segsum with
+ *   flag LOG_F_SUM, which every segment written now has, else crc32c)
+ *   84  u32 checksum of the previous segment (the chain link)
  *   96  u64 LBA[block count], then u64 revoked LBA[revoke count]
  * Data: block count blocks, then padding to 4 KiB.
  */
@@ -211,6 +212,97 @@ struct hhc_log {
   struct log_callbacks cb;
   struct log_stats st;
 };
+
+/* ---- segment checksum ---- */
+
+/* A segment's checksum must change when any of its blocks does.  A CRC
+ * does not: it is linear, so a block that ends with its own crc32c (a
+ * file system's or a database's page, hhc-verify's blocks) moves a
+ * crc32c computed over it by an amount that does not depend on the
+ * block's content.  A segment torn by a crash, whose last blocks still
+ * held such blocks of the region's last lap, kept its crc32c, and the
+ * replay wrote those blocks to the backend under this segment's LBAs
+ * (docs/open-failures.md 1).  segsum is a 64-bit multiply-rotate
+ * chain over 8-byte words (each step a bijection of the state, and not
+ * linear over GF(2)), folded to 32 bits at the end.  Lengths are
+ * multiples of 8 (headers and blocks are at least 512 bytes).
+ */
+struct segsum {
+  uint64_t h;
+};
+
+static void
+segsum_init (struct segsum *s)
+{
+  s->h = UINT64_C (0x9E3779B97F4A7C15);
+}
+
+static void
+segsum_add (struct segsum *s, const void *p, size_t len)
+{
+  const unsigned char *b = p;
+  uint64_t h = s->h;
+
+  for (size_t i = 0; i + 8 <= len; i += 8)
+    {
+      h ^= get64 (b + i) * UINT64_C (0xC2B2AE3D27D4EB4F);
+      h = (h << 29 | h >> 35) * UINT64_C (0x165667B19E3779F9);
+    }
+  s->h = h;
+}
+
+static uint32_t
+segsum_final (const struct segsum *s)
+{
+  uint64_t h = s->h;
+
+  h ^= h >> 32;
+  h *= UINT64_C (0xD6E8FEB86659FD93);
+  h ^= h >> 32;
+  return (uint32_t)h;
+}
+
+/* The checksum of a segment whose header has flags FLAGS, fed in
+ * pieces: segsum with LOG_F_SUM, else crc32c (earlier builds).
+ */
+struct segck {
+  bool sum;
+  struct segsum s;
+  uint32_t crc;
+};
+
+static void
+segck_init (struct segck *c, uint32_t flags)
+{
+  c->sum = flags & LOG_F_SUM;
+  segsum_init (&c->s);
+  c->crc = 0;
+}
+
+static void
+segck_add (struct segck *c, const void *p, size_t len)
+{
+  if (c->sum)
+    segsum_add (&c->s, p, len);
+  else
+    c->crc = crc32c (c->crc, p, len);
+}
+
+static uint32_t
+segck_final (const struct segck *c)
+{
+  return c->sum ? segsum_final (&c->s) : c->crc;
+}
+
+uint32_t
+log_segment_checksum (uint32_t flags, const void *seg, size_t len)
+{
+  struct segck c;
+
+  segck_init (&c, flags);
+  segck_add (&c, seg, len);
+  return segck_final (&c);
+}
 
 /* 64 bits: a header's counts are read from disk, and a 32-bit length
  * would wrap for ~2^29 revokes and pass header_ok (fuzz-log).
@@ -534,8 +626,10 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
       uint64_t dl = (uint64_t)nb * log->bs, done;
       uint32_t crc;
 
+      struct segck ck;
       put32 (h + 80, 0);
-      crc = crc32c (0, h, ALIGN);
+      segck_init (&ck, flags);
+      segck_add (&ck, h, ALIGN);
       /* The rest of the header, then the data, in chunks. */
       bool bad = false;
       for (done = ALIGN; !bad && done < hl + dl;)
@@ -546,9 +640,10 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
               || dev_pread (m->dev, big, rd, LOG_REGION_OFF + phys + done))
             bad = true;
           else
-            crc = crc32c (crc, big, n);
+            segck_add (&ck, big, n);
           done += n;
         }
+      crc = segck_final (&ck);
       if (bad || crc != want)
         break;
       if (flags & LOG_F_WRAP)
@@ -1533,7 +1628,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   memcpy (hdr, LOG_SEG_MAGIC, 8);
   put64 (hdr + 8, b->seq);
   put64 (hdr + 16, b->base);
-  put32 (hdr + 24, flags);
+  put32 (hdr + 24, flags | LOG_F_SUM);
   put32 (hdr + 28, b->nblocks);
   put32 (hdr + 32, b->revokes.len);
   put32 (hdr + 36, hl);
@@ -1545,8 +1640,11 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
     put64 (hdr + LOG_HDR_FIXED + 8 * i, b->lbas[i]);
   for (size_t i = 0; i < b->revokes.len; i++)
     put64 (hdr + LOG_HDR_FIXED + 8 * (b->nblocks + i), b->revokes.ptr[i]);
-  uint32_t crc = crc32c (0, hdr, hl);
-  crc = crc32c (crc, b->data, (size_t)b->nblocks * log->bs);
+  struct segsum sum;
+  segsum_init (&sum);
+  segsum_add (&sum, hdr, hl);
+  segsum_add (&sum, b->data, (size_t)b->nblocks * log->bs);
+  uint32_t crc = segsum_final (&sum);
   put32 (hdr + 80, crc);
   return crc;
 }
@@ -2335,8 +2433,9 @@ log_mirror_name (struct hhc_log *log, unsigned i, bool *failed)
 
 /* ---- read-only inspection (hhcctl check) ---- */
 
-/* crc32c of a segment of total bytes (header and data) at phys whose
- * first header block is h (crc field zeroed), read in chunks.
+/* The checksum of a segment of total bytes (header and data) at phys
+ * whose first header block is h (checksum field zeroed), read in
+ * chunks.
  */
 static int
 segment_crc (struct hhc_log *log, struct mirror *m, const unsigned char *h,
@@ -2344,11 +2443,13 @@ segment_crc (struct hhc_log *log, struct mirror *m, const unsigned char *h,
 {
   const size_t chunk = 1024 * 1024;
   HHC_CLEANUP_FREE unsigned char *big = hhc_alloc_aligned (chunk);
-  uint32_t crc = crc32c (0, h, ALIGN);
+  struct segck ck;
   int r;
 
   if (big == NULL)
     return ENOMEM;
+  segck_init (&ck, get32 (h + 24));
+  segck_add (&ck, h, ALIGN);
   for (uint64_t done = ALIGN; done < total;)
     {
       uint64_t n = HHC_MIN ((uint64_t)chunk, total - done);
@@ -2357,10 +2458,10 @@ segment_crc (struct hhc_log *log, struct mirror *m, const unsigned char *h,
         return EILSEQ;
       if ((r = dev_pread (m->dev, big, rd, LOG_REGION_OFF + phys + done)) != 0)
         return r;
-      crc = crc32c (crc, big, n);
+      segck_add (&ck, big, n);
       done += n;
     }
-  *crcp = crc;
+  *crcp = segck_final (&ck);
   return 0;
 }
 

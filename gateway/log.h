@@ -47,6 +47,17 @@
 /* Segment header flags. */
 #define LOG_F_BARRIER 1u
 #define LOG_F_WRAP 2u
+/* The segment's checksum (and so the next one's chain link) is the
+ * 64-bit multiply-rotate sum of log.c (segsum), folded to 32 bits;
+ * without it crc32c, as segments of earlier builds were written.  Every
+ * segment written now has it.
+ */
+#define LOG_F_SUM 4u
+
+/* The checksum of a segment (header with its checksum field 0, then
+ * its data: LEN bytes, a multiple of 8) whose header flags are FLAGS.
+ */
+uint32_t log_segment_checksum (uint32_t flags, const void *seg, size_t len);
 
 struct hhc_log;
 

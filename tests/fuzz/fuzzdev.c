@@ -1,6 +1,6 @@
 /* Helpers of the fuzz targets (see fuzz.h): a memory device, a quiet
  * log callback, and the checksum fix-ups that let mutated images get
- * past the crc32c checks to the code behind them.
+ * past the checksums to the code behind them.
  *
  * The fix-ups only write inside the image they are given and read
  * every field with bounds checks: whatever the bytes, they must not
@@ -241,8 +241,7 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
       /* As the scan: the first 4 KiB, then the rest of the header and
        * the data.
        */
-      uint32_t crc = crc32c (0, h, LOG_ALIGN);
-      crc = crc32c (crc, h + LOG_ALIGN, hl + dl - LOG_ALIGN);
+      uint32_t crc = log_segment_checksum (get32 (h + 24), h, hl + dl);
       put32 (h + 80, crc);
       if (get32 (h + 24) & LOG_F_WRAP)
         {
