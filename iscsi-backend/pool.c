@@ -128,15 +128,19 @@ static struct {
 };
 
 /* Log a new context in.  Reports failures with nbdkit_error when LOUD,
- * else with nbdkit_debug (retries are not errors yet).  BOUNDED: the
- * login gives up after LOGIN_BOUND_S even with timeout=0 (the ticker's
- * logins: nothing waits for them, and nbdkit's exit waits for the
- * ticker; and the first ones, so that a portal that never answers
- * stops the start).
+ * else with nbdkit_debug (retries are not errors yet).  Every login
+ * gives up after LOGIN_BOUND_S even with timeout=0, the TCP connect
+ * included (LOGIN_SYNCNT SYN retries: 1 + 2 + 4 s): the first ones, so
+ * that a portal that never answers stops the start; the ticker's,
+ * which nbdkit's exit waits for; and a requester's reconnection, which
+ * holds the session's lock meanwhile (so the ticker and the exit wait
+ * for it too).  A reconnection is not a command: pool_exec bounds the
+ * attempts, and a target that does not answer then gets EIO.
  */
 #define LOGIN_BOUND_S 10
+#define LOGIN_SYNCNT 2
 static struct iscsi_context *
-session_login (bool loud, bool bounded)
+session_login (bool loud)
 {
   const struct pool_conf *c = pool.conf;
   struct iscsi_context *ctx = iscsi_create_context (c->initiator);
@@ -149,10 +153,8 @@ session_login (bool loud, bool bounded)
   iscsi_set_session_type (ctx, ISCSI_SESSION_NORMAL);
   iscsi_set_header_digest (ctx, ISCSI_HEADER_DIGEST_NONE_CRC32C);
   iscsi_set_noautoreconnect (ctx, 1);
-  if (c->timeout > 0)
-    iscsi_set_timeout (ctx, c->timeout);
-  else if (bounded)
-    iscsi_set_timeout (ctx, LOGIN_BOUND_S);
+  iscsi_set_tcp_syncnt (ctx, LOGIN_SYNCNT);
+  iscsi_set_timeout (ctx, c->timeout > 0 ? c->timeout : LOGIN_BOUND_S);
   if (c->user
       && iscsi_set_initiator_username_pwd (ctx, c->user,
                                            c->password ? c->password : "")
@@ -173,7 +175,7 @@ session_login (bool loud, bool bounded)
       iscsi_destroy_context (ctx);
       return NULL;
     }
-  if (c->timeout == 0 && bounded)
+  if (c->timeout == 0)
     iscsi_set_timeout (ctx, 0); /* commands wait for ever, as asked */
   return ctx;
 }
@@ -223,15 +225,13 @@ session_fail (struct session *s, const char *what)
   session_drop (s, why);
 }
 
-/* With s->lock held: log the session in if it is not (BOUNDED: see
- * session_login).
- */
+/* With s->lock held: log the session in if it is not. */
 static int
-session_ensure (struct session *s, char *msg, size_t len, bool bounded)
+session_ensure (struct session *s, char *msg, size_t len)
 {
   if (s->ctx)
     return 0;
-  s->ctx = session_login (false, bounded);
+  s->ctx = session_login (false);
   if (s->ctx == NULL)
     {
       snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
@@ -291,7 +291,7 @@ request_fail (struct session *s, struct request *r)
 static void
 session_issue (struct session *s, struct request *r)
 {
-  if (session_ensure (s, r->msg, r->len, false) == -1)
+  if (session_ensure (s, r->msg, r->len) == -1)
     {
       request_fail (s, r);
       return;
@@ -444,7 +444,7 @@ ticker_thread (void *p)
         {
           if (skip > 0)
             skip--;
-          else if (session_ensure (s, msg, sizeof msg, true) == 0)
+          else if (session_ensure (s, msg, sizeof msg) == 0)
             fails = 0;
           else
             {
@@ -513,7 +513,7 @@ pool_start (const struct pool_conf *conf)
       /* Bounded: a portal that accepts the connection and never
        * answers is one error at start-up, not a start that hangs.
        */
-      struct iscsi_context *ctx = session_login (true, true);
+      struct iscsi_context *ctx = session_login (true);
       if (ctx == NULL)
         return -1;
       {
@@ -546,6 +546,10 @@ pool_stop (void)
         }
       if (s->ctx)
         {
+          /* The logout is a command: with timeout=0 it would wait for
+           * ever for a target that froze while the session was idle.
+           */
+          iscsi_set_timeout (s->ctx, LOGIN_BOUND_S);
           iscsi_logout_sync (s->ctx);
           iscsi_destroy_context (s->ctx);
           s->ctx = NULL;

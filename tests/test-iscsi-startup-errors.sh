@@ -17,7 +17,7 @@ add_lun iqn.2026-01.test:errors "$tmp/lun.img"
 
 # Without --run: nbdkit -f must itself exit non-zero.  (With --run,
 # nbdkit 1.32 exits 0 after a failing .after_fork.)
-run () { rm -f "$tmp/e.sock"; timeout 60 nbdkit -f -U "$tmp/e.sock" "$plugin" "$@" timeout=5; }
+run () { rm -f "$tmp/e.sock"; timeout -k 10 60 nbdkit -f -U "$tmp/e.sock" "$plugin" "$@" timeout=5; }
 
 expect_fail_with 'error: .*cannot log in to iqn.2026-01.test:nosuch' \
   run "iscsi://$tgt_portal/iqn.2026-01.test:nosuch/1"
@@ -55,11 +55,12 @@ poll_until 20 test -s "$tmp/silent.port" || fail "the silent listener did not st
 silent=$(cat "$tmp/silent.port")
 rm -f "$tmp/e.sock"
 st=0
-timeout 60 nbdkit -f -U "$tmp/e.sock" "$plugin" \
+timeout -k 10 60 nbdkit -f -U "$tmp/e.sock" "$plugin" \
   "iscsi://127.0.0.1:$silent/$tgt_iqn/1" 2>"$tmp/expect-silent.err" || st=$?
-# 124: timeout ended it (and its SIGTERM made the login fail, so the
-# error line alone proves nothing).
-[ "$st" -ne 124 ] || fail "nbdkit still waited for the silent portal after 60 s"
+# 124 (137 after -k): timeout ended it (and its SIGTERM made the login
+# fail, so the error line alone proves nothing).
+[ "$st" -ne 124 ] && [ "$st" -ne 137 ] ||
+  fail "nbdkit still waited for the silent portal after 60 s"
 [ "$st" -ne 0 ] || fail "nbdkit started against a portal that never answers"
 grep -Eq "error: .*cannot log in to $tgt_iqn on portal 127.0.0.1:$silent" \
   "$tmp/expect-silent.err" || { cat "$tmp/expect-silent.err"; fail "no login error for the silent portal"; }
@@ -76,7 +77,7 @@ if grep -rq 's3cr3t' "$tmp"/expect-*; then
   fail "a CHAP secret appears in nbdkit's output"
 fi
 # The right secret works.
-timeout 60 nbdkit -U - "$plugin" "$(tgt_url)" user=hhc \
+timeout -k 10 60 nbdkit -U - "$plugin" "$(tgt_url)" user=hhc \
   password=+"$tmp/right.secret" --run 'nbdinfo --size "$uri"' >/dev/null ||
   fail "login with the right CHAP secret failed"
 # Each failure is one error line.

@@ -10,6 +10,9 @@
 # (b) sessions=1: four concurrent clients share one session, and every
 #     write lands.
 # (c) sessions= and timeout= out of range are refused with one line.
+# (d) With the default timeout=0, nbdkit still exits on SIGTERM (within
+#     stop_nbdkit's 60 s, status 0) while its idle sessions' target is
+#     frozen: the logout at exit is bounded.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -91,4 +94,11 @@ for bad in sessions=0 sessions=65 timeout=-1; do
   [ "$(grep -c error "$tmp/expect-$_hhc_nexpect.err")" -eq 1 ] ||
     fail "$bad: more than one error line"
 done
+# --- (d) ----------------------------------------------------------------
+start_nbdkit -P "$tmp/d.pid" -U "$tmp/d.sock" "$plugin" "$(tgt_url)" sessions=2
+nbdsh -u "$(nbd_uri "$tmp/d.sock")" -c 'h.pwrite(b"\xd4" * 4096, 0)' \
+  -c 'h.flush()'
+kill -STOP "$tgt_pid"
+stop_nbdkit "$tmp/d.pid"
+kill -CONT "$tgt_pid"
 echo "$_hhc_name: ok"
