@@ -183,6 +183,9 @@ static const struct stat_family stat_families[] = {
   { "log_mirrors", GAUGE, "log.mirrors", "Mirrors of the HDD log." },
   { "log_mirrors_failed", GAUGE, "log.mirrors_failed",
     "Mirrors of the HDD log that have failed." },
+  { "log_mirrors_unvoided", GAUGE, "log.mirrors_unvoided",
+    "Failed mirrors whose stale log is not voided yet (a replay after "
+    "losing the cache would use it)." },
   { "log_barriers_total", COUNTER, "log.barriers",
     "Barriers written to the HDD log." },
   { "log_syncs_total", COUNTER, "log.syncs", "Syncs of the HDD log." },

@@ -209,7 +209,11 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
   return 0;
 }
 
-/* Write copy `copy` of the state page. */
+/* Write copy `copy` of the state page: u32 magic, u32 state, u64
+ * sequence, 8 bytes of the cache UUID, u32 crc32c (of the page with
+ * this field 0), u32 log link (enum cache_log_link; 0 in pages of
+ * earlier builds).
+ */
 static int
 write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
                   uint64_t seq)
@@ -222,6 +226,7 @@ write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
   put32 (pg + 4, state);
   put64 (pg + 8, seq);
   memcpy (pg + 16, c->uuid, 8);
+  put32 (pg + 28, c->log_link);
   put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
   return dev_pwrite (c->dev, pg, CACHE_PAGE,
                      STATE_OFF + (uint64_t)copy * CACHE_PAGE);
@@ -232,6 +237,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
 {
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
   uint32_t st[2] = { CACHE_IN_USE, CACHE_IN_USE };
+  uint32_t link[2] = { CACHE_LOG_UNKNOWN, CACHE_LOG_UNKNOWN };
   int r;
 
   if (pg == NULL)
@@ -252,10 +258,14 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
           st[i] = get32 (pg + 4);
           if (st[i] > CACHE_IN_USE_HHC)
             st[i] = CACHE_IN_USE; /* unknown: the safe side */
+          link[i] = get32 (pg + 28);
+          if (link[i] > CACHE_LOG_RETIRED)
+            link[i] = CACHE_LOG_PAIRED; /* unknown: the safe side */
         }
     }
   /* No valid copy: in use, clean blocks untrusted (the safe side). */
   *state = c->state_seq[0] >= c->state_seq[1] ? st[0] : st[1];
+  c->log_link = c->state_seq[0] >= c->state_seq[1] ? link[0] : link[1];
   return 0;
 }
 
@@ -271,8 +281,20 @@ cache_write_state (struct hhc_cache *c, enum cache_state state)
   if (r == 0)
     c->state_seq[copy] = seq;
   else
-    hhc_log (c->log, HHC_LOG_ERROR, "%s: writing the state page: %s",
-             c->dev->name, strerror (r));
+    {
+      /* As for a commit: a sync that failed may have dropped slot
+       * writes too, and a later sync that succeeds does not bring them
+       * back.  Every later commit (so every FLUSH) fails.
+       */
+      hhc_log (c->log, HHC_LOG_ERROR, "%s: writing the state page: %s",
+               c->dev->name, strerror (r));
+      if (r != ENOMEM)
+        {
+          HHC_SCOPED_LOCK (&c->gc_lock);
+          if (c->failed == 0)
+            __atomic_store_n (&c->failed, r, __ATOMIC_RELEASE);
+        }
+    }
   return r;
 }
 

@@ -57,6 +57,7 @@ struct hhc_cache {
   uint32_t npages;
   uint64_t meta_off, data_off;
   uint64_t state_seq[2]; /* state page copies (open/close only) */
+  uint32_t log_link;     /* enum cache_log_link: kept in the state page */
 
   /* Metadata pages. */
   pthread_mutex_t *page_locks; /* page p: page_locks[p % npagelocks]; each
@@ -116,6 +117,17 @@ enum cache_state {
    * the last checkpoint is in the log only (redo it at start).
    */
   CACHE_IN_USE_HHC = 3,
+};
+/* Does a log hold dirty blocks of this cache?  The state page records
+ * it (read into c->log_link, written from it), so that a run in a mode
+ * other than hhc, whose write-back the log would not see, can refuse
+ * to start while a replay after the loss of the cache could still
+ * write the log's older blocks over it (open.c retire_log).
+ */
+enum cache_log_link {
+  CACHE_LOG_UNKNOWN = 0, /* state pages of earlier builds: log_uuid tells */
+  CACHE_LOG_PAIRED = 1,  /* used in mode hhc: its log may be replayed */
+  CACHE_LOG_RETIRED = 2, /* its log was voided: no log may be replayed */
 };
 int cache_read_state (struct hhc_cache *c, enum cache_state *state);
 int cache_write_state (struct hhc_cache *c, enum cache_state state);

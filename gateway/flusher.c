@@ -290,6 +290,8 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
   ferr = vol->ops->flush (bctx);
   if (ferr == 0 && vol->info.multi_conn)
     vol_backend_flushed (vol, fseq);
+  if (ferr)
+    vol_backend_flush_failed (vol, ferr);
   for (uint32_t i = 0; i < b.nextents; i++)
     if (b.ext[i].err && !err)
       err = b.ext[i].err;

@@ -183,6 +183,11 @@ int hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count,
  * flushes the backend itself.
  */
 bool hhc_backend_unflushed (struct hhc_volume *vol);
+/* A backend flush that the caller made itself (a connection's own
+ * context at its close) failed with err: as for the core's own, every
+ * later FLUSH fails if it may have dropped a trim, zero or write.
+ */
+void hhc_backend_flush_failed (struct hhc_volume *vol, int err);
 /* NBD_CMD_CACHE: read the range into the cache. */
 int hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
                   uint64_t offset);
@@ -206,6 +211,7 @@ struct hhc_counts {
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;
   uint64_t log_checkpoints, log_redone; /* write-ahead (DESIGN.md 5) */
   unsigned log_mirrors, log_mirrors_failed;
+  unsigned log_mirrors_unvoided; /* failed, stale log not yet voided */
 };
 void hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c);
 

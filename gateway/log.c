@@ -112,6 +112,12 @@ struct io {
 struct mirror {
   struct hhc_dev *dev;
   bool own, failed, blank;
+  /* Failed, and its superblocks since overwritten with a void one
+   * (void_mirror): nothing on it can be replayed any more.  A failed
+   * mirror that is not voided yet still holds a chain a replay would
+   * take, stale since it failed (revokes no longer reach it).
+   */
+  bool want_void, voided, void_warned;
   /* Worker for parallel writes. */
   pthread_t thread;
   bool has_thread, stop;
@@ -208,6 +214,9 @@ struct hhc_log {
   size_t hdrcap;
   unsigned char *markbuf; /* the writer's wrap marker */
   unsigned healthy;
+  unsigned unvoided;         /* atomic: failed mirrors not yet voided */
+  uint64_t next_void_ns;     /* writer: next background void attempt */
+  pthread_mutex_t void_lock; /* one void_failed at a time; -> lock */
   pthread_t writer;
   struct log_callbacks cb;
   struct log_stats st;
@@ -387,6 +396,31 @@ mirror_thread (void *arg)
   return NULL;
 }
 
+/* Mark m failed (log->lock held): it is written no more, and the
+ * writer voids it on disk as soon as it can (void_failed).
+ */
+/* Mark m failed (log->lock held): it is written no more, and unless
+ * want_void is false the writer voids it on disk as soon as it can
+ * (void_failed).  Only a log that stops being written at log_stop (a
+ * last segment with no room) is left unvoided: it is then what a crash
+ * at that moment leaves, which a replay handles, and the cache holds
+ * every dirty block.
+ */
+static void
+mark_failed_locked (struct hhc_log *log, struct mirror *m, bool want_void)
+{
+  if (m->failed)
+    return;
+  m->failed = true;
+  log->healthy--;
+  if (!want_void)
+    return;
+  m->want_void = true;
+  __atomic_add_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
+  log->next_void_ns = 0; /* try at once */
+  pthread_cond_broadcast (&log->writer_cv);
+}
+
 /* Run io on every healthy mirror at once; a mirror that fails is marked
  * failed.  Returns 0 if at least one mirror succeeded.  Called by one
  * thread at a time (the writer, or open/close with no writer).
@@ -437,11 +471,7 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
           continue;
         }
       hhc_lock (&log->lock);
-      if (!m->failed)
-        {
-          m->failed = true;
-          log->healthy--;
-        }
+      mark_failed_locked (log, m, true);
       left = log->healthy;
       pthread_cond_broadcast (&log->done_cv);
       pthread_cond_broadcast (&log->buf_cv);
@@ -516,8 +546,106 @@ write_sb (struct hhc_log *log)
   return write_sb_locked (log);
 }
 
+/* ---- voiding a log that fell out of use ----
+ *
+ * A mirror that failed keeps, on disk, the chain it had: entries that
+ * were live then, older than what the cache and the backend get later
+ * (FLUSHes fall back to write-back once no mirror is left, and revokes
+ * no longer reach it).  Replayed after the loss of the SSD it would
+ * write that old data over newer data.  So a failed mirror is voided:
+ * both superblock copies become a void superblock (magic LOG_VOID_MAGIC,
+ * the log and cache UUIDs, crc32c), and a void mirror reads as blank.
+ * The writer tries at once and about once a second until it succeeds,
+ * every FLUSH that finds one owed tries too (log_void_failed), and so
+ * does log_stop.  A failed mirror never counts again in this run.
+ */
+#define LOG_VOID_MAGIC "HHCVOID1"
+#define VOID_RETRY_NS 1000000000u
+
+static void
+build_void_sb (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
+               unsigned char *sb)
+{
+  memset (sb, 0, SB_SIZE);
+  memcpy (sb, LOG_VOID_MAGIC, 8);
+  put32 (sb + 8, LOG_VERSION);
+  memcpy (sb + 16, log_uuid, 16);
+  memcpy (sb + 32, cache_uuid, 16);
+  put32 (sb + 4092, crc32c (0, sb, 4092));
+}
+
+/* Overwrite both superblock copies of dev with a void one, and sync. */
+static int
+void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
+          const uint8_t cache_uuid[16])
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (2 * SB_SIZE);
+  int r;
+
+  if (sb == NULL)
+    return ENOMEM;
+  build_void_sb (log_uuid, cache_uuid, sb);
+  memcpy (sb + SB_SIZE, sb, SB_SIZE);
+  r = dev_pwrite (dev, sb, 2 * SB_SIZE, 0);
+  return r ? r : dev_sync (dev);
+}
+
+/* Void every failed mirror that is owed it (void_lock held; not
+ * log->lock: the devices of failed mirrors are used by no one else).
+ */
+static void
+void_failed (struct hhc_log *log)
+{
+  uint8_t luuid[16], cuuid[16];
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      hhc_lock (&log->lock);
+      bool todo = m->want_void && !m->voided;
+      memcpy (luuid, log->uuid, 16);
+      memcpy (cuuid, log->cache_uuid, 16);
+      hhc_unlock (&log->lock);
+      if (!todo)
+        continue;
+      int r = void_dev (m->dev, luuid, cuuid);
+      hhc_lock (&log->lock);
+      bool warn = r && !m->void_warned;
+      if (r == 0)
+        {
+          m->voided = true;
+          __atomic_sub_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
+        }
+      else
+        m->void_warned = true;
+      hhc_unlock (&log->lock);
+      if (r == 0)
+        hhc_log (log->logfn, HHC_LOG_WARNING,
+                 "log mirror %s: voided (it failed earlier; nothing on it "
+                 "can be replayed now)",
+                 m->dev->name);
+      else if (warn)
+        hhc_log (log->logfn, HHC_LOG_ERROR,
+                 "log mirror %s: cannot void it yet (%s): retrying; until "
+                 "then it holds a stale log, which a restart after the loss "
+                 "of the cache would replay",
+                 m->dev->name, strerror (r));
+    }
+}
+
+unsigned
+log_void_failed (struct hhc_log *log)
+{
+  if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) == 0)
+    return 0;
+  HHC_SCOPED_LOCK (&log->void_lock);
+  void_failed (log);
+  return __atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE);
+}
+
 /* Read a mirror's superblock: 0 (valid, into sbout), ENOENT (blank),
- * EINVAL (corrupt, logged).
+ * ESTALE (voided: a void superblock, into sbout), EINVAL (corrupt,
+ * logged).
  */
 static int
 read_sb (struct hhc_log *log, struct mirror *m, unsigned char *sbout)
@@ -538,6 +666,15 @@ read_sb (struct hhc_log *log, struct mirror *m, unsigned char *sbout)
   for (int c = 0; c < 2; c++)
     {
       unsigned char *sb = buf + c * SB_SIZE;
+      /* A void copy wins: only voiding writes one, and a crash in the
+       * middle of it may have left the other copy valid.
+       */
+      if (memcmp (sb, LOG_VOID_MAGIC, 8) == 0
+          && crc32c (0, sb, 4092) == get32 (sb + 4092))
+        {
+          memcpy (sbout, sb, SB_SIZE);
+          return ESTALE;
+        }
       if (memcmp (sb, LOG_MAGIC, 8) != 0)
         continue;
       magic = true;
@@ -706,6 +843,7 @@ free_log (struct hhc_log *log)
   free (log->identity);
   pthread_mutex_destroy (&log->lock);
   pthread_mutex_destroy (&log->io_lock);
+  pthread_mutex_destroy (&log->void_lock);
   pthread_cond_destroy (&log->writer_cv);
   pthread_cond_destroy (&log->done_cv);
   pthread_cond_destroy (&log->buf_cv);
@@ -785,24 +923,19 @@ alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
   return 0;
 }
 
-int
-log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
-          struct hhc_log **logp, enum log_found *found)
+/* A log with conf's geometry and its mirrors open (nothing read). */
+static int
+new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
 {
-  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
-  HHC_CLEANUP_FREE unsigned char *good = hhc_alloc_aligned (SB_SIZE);
   struct hhc_log *log = calloc (1, sizeof *log);
-  uint64_t min_size = UINT64_MAX;
-  unsigned nvalid = 0;
-  int r = 0;
 
-  if (log == NULL || sb == NULL || good == NULL)
-    {
-      free (log);
-      return ENOMEM;
-    }
+  *logp = log;
+  *min_size = UINT64_MAX;
+  if (log == NULL)
+    return ENOMEM;
   pthread_mutex_init (&log->lock, NULL);
   pthread_mutex_init (&log->io_lock, NULL);
+  pthread_mutex_init (&log->void_lock, NULL);
   pthread_cond_init (&log->writer_cv, NULL);
   pthread_cond_init (&log->done_cv, NULL);
   pthread_cond_init (&log->buf_cv, NULL);
@@ -815,16 +948,12 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
   log->identity = strndup (conf->identity ? conf->identity : "", IDENTITY_MAX);
   log->adopt = conf->identity == NULL;
   if (log->identity == NULL)
-    {
-      r = ENOMEM;
-      goto fail;
-    }
+    return ENOMEM;
   if (conf->npaths == 0 || conf->npaths > LOG_MAX_MIRRORS)
     {
       hhc_log (conf->log, HHC_LOG_ERROR, "log= may be given 1 to %d times",
                LOG_MAX_MIRRORS);
-      r = EINVAL;
-      goto fail;
+      return EINVAL;
     }
   for (unsigned i = 0; i < conf->npaths; i++)
     {
@@ -835,18 +964,45 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
         m->dev = conf->test_devs[i];
       else
         {
-          r = dev_open_path (conf->paths[i], 0, false, conf->log, &m->dev);
+          int r = dev_open_path (conf->paths[i], 0, false, conf->log, &m->dev);
           if (r)
-            goto fail;
+            return r;
           m->own = true;
         }
-      min_size = HHC_MIN (min_size, m->dev->size);
+      *min_size = HHC_MIN (*min_size, m->dev->size);
     }
+  return 0;
+}
+
+int
+log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
+          struct hhc_log **logp, enum log_found *found)
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
+  HHC_CLEANUP_FREE unsigned char *good = hhc_alloc_aligned (SB_SIZE);
+  struct hhc_log *log;
+  uint64_t min_size;
+  unsigned nvalid = 0, nvoid = 0;
+  int r = new_log (conf, &log, &min_size);
+
+  if (r == 0 && (sb == NULL || good == NULL))
+    r = ENOMEM;
+  if (r)
+    goto fail;
   /* Superblocks: every valid one must be of the same log and backend. */
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
       r = read_sb (log, m, sb);
+      if (r == ESTALE)
+        {
+          hhc_log (conf->log, HHC_LOG_INFO,
+                   "log %s was voided (it fell out of use in an earlier run): "
+                   "it holds nothing to replay and is used as a blank device",
+                   m->dev->name);
+          nvoid++;
+          r = ENOENT;
+        }
       if (r == ENOENT)
         {
           m->blank = true;
@@ -869,7 +1025,10 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
     }
   if (nvalid == 0 && conf->identity == NULL)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR, "%s: not an HHC log",
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               nvoid ? "%s: the log was voided (it fell out of use): it "
+                       "holds nothing to recover"
+                     : "%s: not an HHC log",
                log->m[0].dev->name);
       r = EINVAL;
       goto fail;
@@ -1020,6 +1179,92 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
 fail:
   free_log (log);
   return r ? r : EINVAL;
+}
+
+/* Is the superblock sb (valid or void) of the log paired with cache
+ * cache_uuid, or of the log log_uuid?
+ */
+static bool
+sb_of_cache (const unsigned char *sb, const uint8_t cache_uuid[16],
+             const uint8_t log_uuid[16])
+{
+  static const uint8_t zero[16];
+
+  return memcmp (sb + 32, cache_uuid, 16) == 0
+         || (memcmp (log_uuid, zero, 16) != 0
+             && memcmp (sb + 16, log_uuid, 16) == 0);
+}
+
+/* Check every mirror of a log to retire: each is blank, or valid or
+ * void and of this cache; at least one is not blank.  Fill the UUIDs
+ * from a valid one.  ESTALE: none is valid (every one void already).
+ */
+static int
+check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
+              const uint8_t log_uuid[16], unsigned char *sb)
+{
+  unsigned nvalid = 0, nvoid = 0;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      int r = read_sb (log, m, sb);
+      if (r == ENOENT)
+        continue;
+      if (r != 0 && r != ESTALE)
+        return r;
+      if (!sb_of_cache (sb, cache_uuid, log_uuid))
+        {
+          hhc_log (log->logfn, HHC_LOG_ERROR,
+                   "log %s belongs to another cache: give the log this "
+                   "cache was used with in mode hhc",
+                   m->dev->name);
+          return EINVAL;
+        }
+      m->want_void = r == 0;
+      nvoid += r == ESTALE;
+      if (r == 0)
+        {
+          memcpy (log->uuid, sb + 16, 16);
+          memcpy (log->cache_uuid, sb + 32, 16);
+          nvalid++;
+        }
+    }
+  if (nvalid + nvoid == 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s is blank, not the log this cache was used with in "
+               "mode hhc: give that log's log=",
+               log->m[0].dev->name);
+      return EINVAL;
+    }
+  return nvalid ? 0 : ESTALE;
+}
+
+int
+log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
+            const uint8_t log_uuid[16], bool void_it)
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
+  struct hhc_log *log;
+  uint64_t min_size;
+  int r = new_log (conf, &log, &min_size);
+
+  if (r == 0 && sb == NULL)
+    r = ENOMEM;
+  if (r == 0)
+    r = check_retire (log, cache_uuid, log_uuid, sb);
+  for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
+    if (log->m[i].want_void
+        && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid)) != 0)
+      hhc_log (conf->log, HHC_LOG_ERROR, "log %s: voiding it: %s",
+               log->m[i].dev->name, strerror (r));
+  if (r == 0 && void_it)
+    hhc_log (conf->log, HHC_LOG_INFO,
+             "log: voided (retired): the cache is used without it from now "
+             "on");
+  free_log (log);
+  return r == ESTALE ? 0 : r;
 }
 
 void
@@ -1885,8 +2130,7 @@ write_buffer (struct hhc_log *log, struct buf *b)
                "is no longer used",
                b->seq, strerror (r));
       for (unsigned i = 0; i < log->nm; i++)
-        log->m[i].failed = true;
-      log->healthy = 0;
+        mark_failed_locked (log, &log->m[i], !log->stop);
     }
   struct seg *g = ring_of (log, b->seq);
   g->state = SEG_WRITTEN;
@@ -2085,6 +2329,18 @@ writer_thread (void *arg)
         }
       if (log->stop)
         break;
+      if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) > 0
+          && hhc_now_ns () >= log->next_void_ns)
+        {
+          /* Only when idle: a failed mirror's device may be slow to
+           * answer, and the healthy ones come first.
+           */
+          log->next_void_ns = hhc_now_ns () + VOID_RETRY_NS;
+          hhc_unlock (&log->lock);
+          log_void_failed (log);
+          hhc_lock (&log->lock);
+          continue;
+        }
       if (make_room (log) || active_reclaim (log))
         continue;
       struct timespec ts;
@@ -2193,6 +2449,7 @@ log_stop (struct hhc_log *log)
         pthread_join (log->m[i].thread, NULL);
         log->m[i].has_thread = false;
       }
+  log_void_failed (log); /* a last try */
   log->started = false;
 }
 
@@ -2419,6 +2676,7 @@ log_get_stats (struct hhc_log *log, struct log_stats *s)
   s->used = used_bytes (log);
   s->mirrors = log->nm;
   s->mirrors_failed = log->nm - log->healthy;
+  s->mirrors_unvoided = __atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE);
 }
 
 const char *

@@ -186,6 +186,22 @@ struct log_ticket {
 int log_barrier_begin (struct hhc_log *log, struct log_ticket *ticket);
 int log_barrier_wait (struct hhc_log *log, const struct log_ticket *ticket);
 
+/* Void every failed mirror not voided yet (its superblocks become
+ * void: nothing on it can be replayed).  The writer does it in the
+ * background; a FLUSH that falls back to write-back calls it too.
+ * Returns how many failed mirrors are still not voided.
+ */
+unsigned log_void_failed (struct hhc_log *log);
+
+/* The cache is about to be used without its log (a mode other than
+ * hhc): check that the log is the one paired with cache_uuid (or whose
+ * UUID is log_uuid, unless zero) and, with void_it, void every mirror
+ * of it.  0 also if it is void already; EINVAL (logged) if a mirror is
+ * of another cache or all are blank.  Needs no log_open.
+ */
+int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
+                const uint8_t log_uuid[16], bool void_it);
+
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);
 /* Fraction (0..1) of the region in use. */
@@ -197,6 +213,7 @@ struct log_stats {
   uint64_t checkpoints;
   uint64_t region_size, used;
   unsigned mirrors, mirrors_failed;
+  unsigned mirrors_unvoided; /* failed, and not yet voided on disk */
 };
 void log_get_stats (struct hhc_log *log, struct log_stats *s);
 /* Health of mirror i (name, failed). */

@@ -24,12 +24,6 @@ check_conf (const struct hhc_conf *conf)
       hhc_log (log, HHC_LOG_ERROR, "mode=hhc needs at least one log=");
       return EINVAL;
     }
-  if (conf->mode != HHC_MODE_HHC && conf->nlogs > 0)
-    {
-      hhc_log (log, HHC_LOG_ERROR, "log= is used with mode=hhc only, not %s",
-               hhc_mode_to_string (conf->mode));
-      return EINVAL;
-    }
   if (conf->nlogs > HHC_MAX_LOGS)
     {
       hhc_log (log, HHC_LOG_ERROR, "log= may be given at most %d times",
@@ -180,6 +174,22 @@ uuid_is_zero (const uint8_t u[16])
  * format=force): a valid log of this backend is replayed at start.  A
  * loaded cache needs the log it is paired with, or a blank one.
  */
+static struct log_conf
+log_conf_of (struct hhc_volume *vol, uint32_t block_size)
+{
+  return (struct log_conf){
+    .paths = vol->conf.log_paths,
+    .npaths = vol->conf.nlogs,
+    .block_size = block_size,
+    .volume_size = vol->info.size,
+    .identity = vol->identity,
+    .segment_size = vol->conf.segment_size,
+    .nbuffers = vol->conf.log_buffers,
+    .log = vol->conf.log,
+    .test_devs = vol->conf.log_devs,
+  };
+}
+
 static int
 open_log (struct hhc_volume *vol, bool cache_new)
 {
@@ -188,19 +198,9 @@ open_log (struct hhc_volume *vol, bool cache_new)
   uint8_t luuid[16], lcache[16];
   char a[37], b[37];
   enum log_found found;
-  struct log_conf lc = {
-    .paths = vol->conf.log_paths,
-    .npaths = vol->conf.nlogs,
-    .block_size = cache_new
-                      ? (vol->conf.block_size ? vol->conf.block_size : 4096)
-                      : c->block_size,
-    .volume_size = vol->info.size,
-    .identity = vol->identity,
-    .segment_size = vol->conf.segment_size,
-    .nbuffers = vol->conf.log_buffers,
-    .log = vol->conf.log,
-    .test_devs = vol->conf.log_devs,
-  };
+  struct log_conf lc = log_conf_of (
+      vol, cache_new ? (vol->conf.block_size ? vol->conf.block_size : 4096)
+                     : c->block_size);
   int r;
 
   if (vol->conf.mode != HHC_MODE_HHC)
@@ -280,9 +280,86 @@ open_cache (struct hhc_volume *vol, bool *formatted)
 
 format:
   *formatted = true;
+  if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0)
+    {
+      /* A log next to a new cache is replayed, which only mode hhc
+       * does.
+       */
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the cache is new, so log= would have to be replayed "
+               "first: start in mode hhc (mode=%s refused)",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
   if ((r = open_log (vol, true)) != 0)
     return r;
+  vol->cache.log_link = vol->log ? CACHE_LOG_PAIRED : CACHE_LOG_UNKNOWN;
   return format_cache (vol);
+}
+
+/* Can a replay of a log still write into the backend under this
+ * cache (cache.h, enum cache_log_link)?
+ */
+static bool
+cache_log_paired (const struct hhc_cache *c)
+{
+  return c->log_link == CACHE_LOG_PAIRED
+         || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
+}
+
+/* A mode other than hhc on a cache that was used in mode hhc: what it
+ * writes back goes unseen by the log, whose entries (dirty blocks of
+ * the last hhc run) a replay after the loss of this cache would write
+ * over it.  Refused, unless log= names that log (checked here):
+ * hhc_start then writes every dirty block back (the log protected
+ * them against the loss of the cache until then), voids the log
+ * (log_retire) and records in the state page that no log is paired.
+ */
+static int
+check_retire_log (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  int r;
+
+  if (vol->conf.nlogs == 0)
+    {
+      if (!cache_log_paired (c))
+        return 0;
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the cache was used in mode hhc and its log may still "
+               "hold older copies of its blocks, which a replay after the "
+               "loss of this cache would write over what mode %s writes "
+               "back: give that log as log= (it is then voided), or start "
+               "in mode hhc",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
+  r = log_retire (&lc, c->uuid, c->log_uuid, false);
+  vol->retire_pending = r == 0;
+  return r;
+}
+
+static int
+retire_log (struct hhc_volume *vol, void *bctx)
+{
+  struct hhc_cache *c = &vol->cache;
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  int r = hhc_drain (vol, bctx);
+
+  if (r)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "writing back dirty blocks before the log is voided: %s",
+             strerror (r));
+  if (r == 0)
+    r = log_retire (&lc, c->uuid, c->log_uuid, true);
+  if (r == 0)
+    {
+      c->log_link = CACHE_LOG_RETIRED;
+      r = cache_write_state (c, vol->run_state);
+    }
+  vol->retire_pending = r != 0;
+  return r;
 }
 
 /* Free every clean slot (after an unclean stop in pt/wt). */
@@ -328,6 +405,10 @@ settle_after_load (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
+  if (vol->conf.mode != HHC_MODE_HHC && (r = check_retire_log (vol)) != 0)
+    return r;
+  if (vol->log)
+    vol->cache.log_link = CACHE_LOG_PAIRED;
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
     hhc_log (vol->conf.log, HHC_LOG_ERROR,
              "%s: the last run, with ssd-sync=checkpoint, did not stop "
@@ -352,6 +433,7 @@ settle_after_load (struct hhc_volume *vol)
     state = CACHE_IN_USE_WB;
   else
     state = CACHE_IN_USE;
+  vol->run_state = state;
   r = cache_commit (&vol->cache);
   if (r == 0)
     r = cache_write_state (&vol->cache, state);
@@ -790,6 +872,9 @@ log_json (struct hhc_volume *vol)
       (json_int_t)c.log_mirrors, "mirrors_failed",
       (json_int_t)c.log_mirrors_failed);
   if (o)
+    json_object_set_new (o, "mirrors_unvoided",
+                         json_integer (c.log_mirrors_unvoided));
+  if (o)
     json_object_set_new (o, "mirror", m);
   else
     json_decref (m);
@@ -801,6 +886,8 @@ hhc_start (struct hhc_volume *vol, void *bctx)
 {
   int r;
 
+  if (vol->retire_pending && (r = retire_log (vol, bctx)) != 0)
+    return r;
   if (!hhc_mode_is_wb (vol->conf.mode) && vol->ndirty > 0)
     {
       hhc_log (vol->conf.log, HHC_LOG_INFO,
@@ -853,12 +940,24 @@ hhc_close (struct hhc_volume *vol)
   if (vol->bg_ctx)
     {
       r2 = vol->ops->flush (vol->bg_ctx);
+      if (r2)
+        vol_backend_flush_failed (vol, r2);
       be_ok = r2 == 0;
     }
   else
     be_ok = vol->conf.mode == HHC_MODE_WB
             && __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE)
                    == __atomic_load_n (&vol->be_flushed, __ATOMIC_ACQUIRE);
+  /* A flush that failed earlier may have dropped what the backend
+   * held; a later success does not bring it back: not closed cleanly.
+   */
+  if (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
+    {
+      be_ok = false;
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "close: a backend flush failed during this run: the cache "
+               "stays marked in use");
+    }
   r = cache_commit (&vol->cache);
   if (r == 0 && be_ok)
     r = cache_write_state (&vol->cache, CACHE_CLOSED);
@@ -914,6 +1013,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_region = ls.region_size;
       c->log_mirrors = ls.mirrors;
       c->log_mirrors_failed = ls.mirrors_failed;
+      c->log_mirrors_unvoided = ls.mirrors_unvoided;
     }
 }
 
@@ -986,6 +1086,9 @@ hhc_stats_json (struct hhc_volume *vol)
   json_object_set_new (o, "backend_errors",
                        json_integer (stat_get (&s->backend_errors)));
   json_object_set_new (o, "stalls", json_integer (stat_get (&s->stalls)));
+  json_object_set_new (
+      o, "backend_flush_failed",
+      json_boolean (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE)));
   json_object_set_new (o, "log_fallbacks",
                        json_integer (stat_get (&s->log_fallbacks)));
   json_object_set_new (o, "flushes", json_integer (c.flushes));

@@ -832,6 +832,34 @@ hhc_backend_unflushed (struct hhc_volume *vol)
          || load64 (&vol->be_flushed) < load64 (&vol->be_written);
 }
 
+void
+vol_backend_flush_failed (struct hhc_volume *vol, int err)
+{
+  uint64_t w = load64 (&vol->be_written);
+  int none = 0;
+
+  /* In pt and wt every client write went to the backend.  Without
+   * multi-conn be_flushed proves nothing about other connections.
+   */
+  if (hhc_mode_is_wb (vol->conf.mode)
+      && (vol->info.multi_conn ? w <= load64 (&vol->be_flushed) : w == 0))
+    return;
+  if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,
+                                   false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "%s: a backend flush failed (%s) while trims, zeros or "
+             "writes that went straight to the backend were not yet "
+             "durable: the backend may have dropped them, so every FLUSH "
+             "fails from now on, until the volume is reopened",
+             vol->dev->name, strerror (err ? err : EIO));
+}
+
+void
+hhc_backend_flush_failed (struct hhc_volume *vol, int err)
+{
+  vol_backend_flush_failed (vol, err);
+}
+
 /* Flush the backend if anything went to it directly since the last
  * completed backend flush (always in pt and wt).
  */
@@ -852,6 +880,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   if (r)
     {
       stat_add (&vol->stats.backend_errors, 1);
+      vol_backend_flush_failed (vol, r);
       return r;
     }
   if (vol->info.multi_conn) /* else it covered only this connection */
@@ -914,7 +943,11 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
   uint64_t t0 = hhc_now_ns ();
   struct log_ticket ticket = { 0 };
   bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
-  int r = flush_backend (vol, bctx);
+  int r = __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE);
+
+  if (r)
+    return EIO;
+  r = flush_backend (vol, bctx);
   int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
 
   if (r == 0 && !(vol->log && vol->conf.wal))
@@ -931,11 +964,15 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
           r = leave_wal (vol);
           if (r == 0)
             r = cache_commit (&vol->cache);
+          /* What the failed mirrors hold is stale from now on. */
+          log_void_failed (vol->log);
           wbflush = true;
         }
     }
   if (r == 0 && wbflush)
     r = vol_writeback_all (vol, bctx);
+  if (r == 0 && __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
+    r = EIO; /* the flusher's backend flush failed meanwhile */
   stat_add (&vol->stats.flushes, 1);
   hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
   return r;

@@ -47,6 +47,15 @@ struct hhc_volume {
   uint64_t be_written; /* atomic */
   uint64_t be_flushed; /* atomic */
   void *bg_ctx;        /* hhc_start's backend context (flushed at close) */
+  /* Sticky: a backend flush failed while a passdown (or a wt write)
+   * may have been unflushed.  A backend may drop what a failed flush
+   * did not write and then report a later flush as a success (Linux
+   * does), and a passdown is never sent again: every later FLUSH
+   * fails (this errno) until the volume is reopened, and the cache is
+   * not marked closed cleanly.  Blocks written back are not counted:
+   * they stay dirty and are sent again.  Atomic.
+   */
+  int be_failed;
   /* Trim, zero and pass-through writes change the backend under the
    * cache ("passdowns").  Each one is recorded in a ring with the block
    * range it covers and sequence numbers taken at its start and end; a
@@ -79,6 +88,12 @@ struct hhc_volume {
   bool replay_pending; /* the cache is new: replay the log at start */
   uint64_t redone;     /* blocks the start-up redo wrote (open.c) */
   bool log_lost;       /* open: the log this cache was paired with is gone */
+  /* A mode other than hhc on a cache used in hhc, with log= naming its
+   * log: hhc_start writes every dirty block back, then voids the log
+   * (open.c retire_log).
+   */
+  bool retire_pending;
+  int run_state; /* enum cache_state this run writes (settle_after_load) */
   /* ssd-sync=checkpoint after the last mirror failed: the state page no
    * longer asks for a redo (hhc_flush, leave_wal).
    */
@@ -100,6 +115,12 @@ bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
  * seq completed (called by whoever flushed).
  */
 void vol_backend_flushed (struct hhc_volume *vol, uint64_t seq);
+
+/* A backend flush failed with err (whoever flushed: a client's FLUSH,
+ * the flusher, a connection's close).  Sets be_failed if it may have
+ * dropped a passdown.
+ */
+void vol_backend_flush_failed (struct hhc_volume *vol, int err);
 
 /* Is a passdown covering block lba running now? */
 bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);

@@ -352,12 +352,6 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
       nbdkit_error ("hhc: mode=hhc needs a log device: add log=PATH");
       return -1;
     }
-  if (conf.mode != HHC_MODE_HHC && conf.nlogs > 0)
-    {
-      nbdkit_error ("hhc: log= is used with mode=hhc only (mode=%s)",
-                    hhc_mode_to_string (conf.mode));
-      return -1;
-    }
   if (conf.dirty_low > conf.dirty_high)
     {
       nbdkit_error ("hhc: dirty-low=%u must not exceed dirty-high=%u",
@@ -504,6 +498,8 @@ hhc_finalize (nbdkit_next *next, void *handle)
     {
       nbdkit_error ("hhc: flushing the plugin at disconnect: %s",
                     strerror (err ? err : EIO));
+      if (vol)
+        hhc_backend_flush_failed (vol, err ? err : EIO);
       return -1;
     }
   return 0;

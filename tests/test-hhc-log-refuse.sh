@@ -8,7 +8,10 @@
 #   - L1 with cache C2 (L1 belongs to another cache)
 #   - L1 for another backend (backend-id differs), with a new cache
 #   - L1 and L2 as mirrors of one log (they are different logs)
-#   - mode=hhc without log=;  log= with mode=wb
+#   - mode=hhc without log=
+#   - mode=wb on C1 (used in mode hhc) without its log, with another
+#     cache's log, and on a new cache with a log (it would have to be
+#     replayed)
 #   - log-size= below 8M;  an existing 1 MiB log file (too small)
 # Afterwards C1 + L1 and C2 + L2 still start and serve their data.
 set -euo pipefail
@@ -82,8 +85,16 @@ refused "l1\.log and .*l2\.log belong to different logs" "${gw[@]}"
 gw_args c1.img mode=hhc
 refused "mode=hhc needs a log" "${gw[@]}"
 
-gw_args c1.img mode=wb log="$tmp/l1.log"
-refused "log= is used with mode=hhc only" "${gw[@]}"
+gw_args c1.img mode=wb
+refused "c1\.img: the cache was used in mode hhc .*give that log as log=" \
+  "${gw[@]}"
+
+gw_args c1.img mode=wbflush log="$tmp/l2.log"
+refused "log .*l2\.log belongs to another cache" "${gw[@]}"
+
+gw_args c3.img cache-size=16M mode=wb log="$tmp/l1.log"
+refused "c3\.img: the cache is new, so log= would have to be replayed" \
+  "${gw[@]}"
 
 gw_args c3.img cache-size=16M log="$tmp/new.log" log-size=4M
 refused "log-size=4M: must be at least 8M" "${gw[@]}"
