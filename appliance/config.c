@@ -1227,9 +1227,14 @@ parse_mode (struct ctx *c, const struct at *vo, struct gw_volume *v)
     return fail (c, &a, false, "must be pt, wt, wb, wbflush or hhc");
   if (strcmp (v->mode, "hhc") == 0 && v->nlogs == 0)
     return fail (c, &a, false, "mode hhc needs a log");
-  if (strcmp (v->mode, "hhc") != 0 && v->nlogs > 0)
+  /* Outside hhc a log is only retired (voided once the cache's dirty
+   * blocks are written back): nbdkit-hhc-filter(1), "Using a cache
+   * without its log".  Nothing is to be created for that.
+   */
+  if (strcmp (v->mode, "hhc") != 0 && v->nlogs > 0 && v->log_size)
     return fail (c, &a, false,
-                 "mode %s uses no log (only mode hhc does): remove log",
+                 "mode %s only retires the log its cache was used with in "
+                 "mode hhc, which must exist: remove log_size",
                  v->mode);
   return 0;
 }

@@ -220,12 +220,12 @@ static const struct error_case error_cases[] = {
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"mode\": \"hhc\"}]}",
     "t.json:1:94: volumes[0].mode: mode hhc needs a log" },
-  { "log_with_wb",
+  { "log_size_with_wb",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
-    "\"path\": \"/x\"}, \"cache\": \"/c\", \"log\": \"/l\", \"mode\": "
-    "\"wb\"}]}",
-    "t.json:1:107: volumes[0].mode: mode wb uses no log (only mode hhc does): "
-    "remove log" },
+    "\"path\": \"/x\"}, \"cache\": \"/c\", \"log\": \"/l\", "
+    "\"log_size\": \"8M\", \"mode\": \"wb\"}]}",
+    "t.json:1:125: volumes[0].mode: mode wb only retires the log its cache "
+    "was used with in mode hhc, which must exist: remove log_size" },
   { "drain_type",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"drain_on_stop\": 1}]}",
