@@ -1974,6 +1974,121 @@ test_wal_mirror_lost (void **state)
   power_destroy (&pw);
 }
 
+/* Issue 27, case 1: the only mirror fails, a FLUSH falls back (B goes
+ * to the backend), and the mirror heals.  Then the power fails and the
+ * SSD is lost: the restart must not replay the mirror's stale log (A)
+ * over B.  The mirror is voided by a FLUSH after it healed
+ * (flush_after), or else by the writer in the background.
+ */
+static void
+heal_variant (bool flush_after)
+{
+  struct env e;
+  struct power pw;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  power_init (&pw, e.mb);
+  e.be.pw = &pw;
+  to_pdev (e.logs[0].pd)->pw = &pw;
+  to_pdev (e.ssd.pd)->pw = &pw;
+  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
+  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_flush (&e); /* 41 under a barrier in the log */
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 42, false);
+  env_flush (&e); /* no mirror: written back */
+  assert_true (backend_has (&e, 3, 42));
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  assert_int_equal (counts (&e).log_mirrors_unvoided, 1);
+  pdev_heal (e.logs[0].pd);
+  if (flush_after)
+    {
+      env_write (&e, 5, 51, false);
+      env_flush (&e);
+    }
+  else
+    for (int i = 0; i < 1000 && counts (&e).log_mirrors_unvoided; i++)
+      {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep (&ts, NULL);
+      }
+  assert_int_equal (counts (&e).log_mirrors_unvoided, 0);
+  power_arm (&pw, 0, false, 7, false);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  env_new_ssd (&e);
+  env_open (&e);
+  if (!backend_has (&e, 3, 42))
+    fail_msg ("%s: block 3 holds version %lld after the SSD loss, not 42",
+              flush_after ? "FLUSH after the heal" : "background void",
+              (long long)backend_version (&e, 3));
+  assert_true (reads_v (&e, 3, 42));
+  if (flush_after)
+    assert_true (backend_has (&e, 5, 51));
+  env_close (&e);
+  e.be.pw = NULL;
+  to_pdev (e.logs[0].pd)->pw = NULL;
+  to_pdev (e.ssd.pd)->pw = NULL;
+  env_free (&e);
+  power_destroy (&pw);
+}
+
+static void
+test_mirror_heals (void **state)
+{
+  heal_variant (true);
+  heal_variant (false);
+}
+
+/* Issue 27, case 2: a cache used in hhc (block 3 dirty, in the log),
+ * then in wbflush.  Without its log the start is refused; with it the
+ * dirty block is written back and the log voided, and later starts
+ * need no log.  The SSD is then lost: a restart in hhc with the old
+ * log must not replay 41 over the 42 that wbflush wrote back.
+ */
+static void
+test_retire (void **state)
+{
+  struct env e;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  e.conf.dirty_low = 90;
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_flush (&e);
+  env_close (&e); /* 3 dirty, in the log */
+  assert_false (backend_has (&e, 3, 41));
+  e.conf.mode = HHC_MODE_WBFLUSH;
+  e.conf.nlogs = 0;
+  assert_int_equal (env_try_open (&e), EINVAL);
+  e.conf.nlogs = 1;
+  env_open (&e);
+  assert_true (backend_has (&e, 3, 41)); /* drained before the void */
+  env_write (&e, 3, 42, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.nlogs = 0;
+  env_open (&e); /* retired: no log needed */
+  env_close (&e);
+  env_new_ssd (&e);
+  e.conf.mode = HHC_MODE_HHC;
+  e.conf.nlogs = 1;
+  env_open (&e);
+  assert_true (backend_has (&e, 3, 42));
+  assert_true (reads_v (&e, 3, 42));
+  env_close (&e);
+  env_free (&e);
+}
+
 /* ---- group commit ---- */
 
 #define GC_THREADS 16
@@ -2740,6 +2855,8 @@ main (void)
     cmocka_unit_test (test_mirror_fails),
     cmocka_unit_test (test_mirrors_fail),
     cmocka_unit_test (test_wal_mirror_lost),
+    cmocka_unit_test (test_mirror_heals),
+    cmocka_unit_test (test_retire),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_slot_reuse),
