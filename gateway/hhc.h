@@ -123,6 +123,10 @@ struct hhc_conf {
   /* Log devices opened already (hhc_preopen, tests), as test_dev. */
   struct hhc_dev *log_devs[HHC_MAX_LOGS];
   bool own_log_devs;
+  /* Tests: at most this many log segments in memory (0: log.c's
+   * default, which a small log never reaches).
+   */
+  uint32_t log_ring_slots;
 };
 
 /* Set every field to its default. */

@@ -162,6 +162,7 @@ struct hhc_log {
   pthread_cond_t buf_cv;    /* a buffer became current */
   struct seg *ring;
   uint32_t ring_cap;
+  uint32_t ring_max; /* conf->ring_slots (tests): 0, or fewer slots */
   struct key *keys;
   uint32_t nkeys;
   uint64_t *unlogged; /* bitmap: dirty, newest data not in the log */
@@ -893,11 +894,35 @@ check_sb_owner (struct hhc_log *log, struct mirror *m, const unsigned char *sb)
   return 0;
 }
 
+/* Ring slots, one per segment from the head to the newest (32 bytes
+ * of RAM each).  One per 4 KiB of region up to RING_EXACT_MAX (a 4 GiB
+ * region): every segment is at least that long, so the ring never
+ * limits such a log.  A larger region gets one per RING_COARSE bytes
+ * (512 MiB of RAM per TiB of log instead of 8 GiB), and the log then
+ * also counts as full while every slot is in use (room_for): it holds
+ * fewer segments than its region could when they are small (FLUSHes
+ * of a few blocks each), and write-back frees slots as it frees room.
+ */
+#define RING_EXACT_MAX (UINT64_C (1) << 20)
+#define RING_COARSE (64 * 1024)
+
+static uint32_t
+ring_slots (uint64_t region_size, uint32_t cap)
+{
+  uint64_t n = region_size / ALIGN;
+
+  if (n > RING_EXACT_MAX)
+    n = HHC_MAX (RING_EXACT_MAX, region_size / RING_COARSE);
+  if (cap && n > cap)
+    n = cap;
+  return n;
+}
+
 static int
 alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
 {
   log->nkeys = nkeys;
-  log->ring_cap = log->region_size / ALIGN + nbuffers + 2;
+  log->ring_cap = ring_slots (log->region_size, log->ring_max) + nbuffers + 2;
   log->ring = calloc (log->ring_cap, sizeof *log->ring);
   log->keys = malloc ((size_t)HHC_MAX (nkeys, 1) * sizeof *log->keys);
   log->unlogged = calloc ((nkeys + 63) / 64 + 1, 8);
@@ -940,6 +965,7 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
   pthread_cond_init (&log->done_cv, NULL);
   pthread_cond_init (&log->buf_cv, NULL);
   log->logfn = conf->log;
+  log->ring_max = conf->ring_slots;
   log->bs = conf->block_size;
   log->volume_size = conf->volume_size;
   log->segment_size = conf->segment_size ? conf->segment_size : 1024 * 1024;
@@ -1489,11 +1515,14 @@ make_current (struct hhc_log *log, struct buf *b, uint64_t reserve)
  * writer never waits for room, and an entry superseded by an unwritten
  * one can never pin the head.
  */
+static uint64_t mem_head_seq (struct hhc_log *log);
+
 static bool
-room_for (struct hhc_log *log, uint64_t bytes)
+room_for (struct hhc_log *log, uint64_t bytes, unsigned slots)
 {
   uint64_t end = log->tail_lpos + log->reserved + bytes;
-  return end <= log->phead_lpos + log->region_size;
+  return end <= log->phead_lpos + log->region_size
+         && log->next_seq - mem_head_seq (log) + slots <= log->ring_cap;
 }
 
 /* A normal buffer: its largest segment, the waste of one wrap, one
@@ -1504,7 +1533,7 @@ room_for (struct hhc_log *log, uint64_t bytes)
 static bool
 room_for_buffer (struct hhc_log *log)
 {
-  return room_for (log, 3 * log->reserve + EMERGENCY);
+  return room_for (log, 3 * log->reserve + EMERGENCY, 3);
 }
 
 static void seal (struct hhc_log *log);
@@ -1954,7 +1983,7 @@ active_reclaim (struct hhc_log *log)
       uint64_t res = HHC_ROUND_UP ((uint64_t)nb * log->bs, ALIGN)
                      + hdr_len_for (nb, log->rev_cap);
       if ((live >= gain && live_bytes (log) * 2 > log->region_size)
-          || log->freelist == NULL || !room_for (log, 2 * res + EMERGENCY))
+          || log->freelist == NULL || !room_for (log, 2 * res + EMERGENCY, 2))
         return false;
       struct buf *f = log->freelist;
       log->freelist = f->next;
@@ -2194,7 +2223,7 @@ make_room (struct hhc_log *log)
       = log->want_revs > log->rev_durable && log->pending_rev.len > 0;
   if ((log->deaths_done < log->deaths.len
        || log->durable_barrier + 1 < log->written_seq || revs_owed)
-      && room_for (log, EMERGENCY))
+      && room_for (log, EMERGENCY, 1))
     {
       struct buf *f = log->freelist;
       size_t len = log->pending_rev.len;

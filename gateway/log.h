@@ -90,6 +90,8 @@ struct log_conf {
   unsigned nbuffers;     /* segment buffers (0: 4) */
   hhc_log_fn log;
   struct hhc_dev **test_devs; /* tests: devices instead of paths */
+  uint32_t ring_slots;        /* tests: at most this many segments in
+                               * memory (0: the default, log.c) */
 };
 
 /* What log_open found. */

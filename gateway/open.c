@@ -187,6 +187,7 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
     .nbuffers = vol->conf.log_buffers,
     .log = vol->conf.log,
     .test_devs = vol->conf.log_devs,
+    .ring_slots = vol->conf.log_ring_slots,
   };
 }
 

@@ -2619,6 +2619,80 @@ fl_thread (void *p)
   return NULL;
 }
 
+/* A ring of a few segment slots (a big log's ring is coarser than its
+ * region: log.c ring_slots): with every slot in use the log counts as
+ * full, and small barrier segments (a FLUSH after each write) must
+ * keep going, through write-back freeing slots, without a hang.  Then
+ * the SSD is lost: the replay holds every flushed block.
+ */
+#define SMALL_RING_ROUNDS 400
+
+struct ring_arg {
+  struct env *e;
+  uint64_t expect[64];
+  int err;
+};
+
+static void *
+ring_thread (void *p)
+{
+  struct ring_arg *a = p;
+  unsigned char blk[BS];
+
+  for (uint64_t i = 0; i < SMALL_RING_ROUNDS && a->err == 0; i++)
+    {
+      uint64_t l = (i * 37) % 64;
+      pattern_fill (blk, l, 0, SECTORS, 1000 + i);
+      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * BS, false);
+      if (a->err == 0)
+        a->err = hhc_flush (a->e->vol, &a->e->be);
+      a->expect[l] = 1000 + i;
+    }
+  return NULL;
+}
+
+static void
+test_small_ring (void **state)
+{
+  struct env e;
+  pthread_t th;
+  struct ring_arg arg = { 0 };
+  struct hhc_counts c;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 1024 * KiB);
+  e.conf.log_ring_slots = 12; /* the region would take 256 */
+  env_open (&e);
+  arg.e = &e;
+  assert_int_equal (pthread_create (&th, NULL, ring_thread, &arg), 0);
+  if (!test_join (th, (SANITIZED ? 300 : 60) * 1000))
+    {
+      c = counts (&e);
+      fail_msg ("HANG: write + FLUSH rounds with a ring of 12 segments "
+                "(%llu segments, %llu full waits, %llu written back)",
+                (unsigned long long)c.log_segments,
+                (unsigned long long)c.log_full_waits,
+                (unsigned long long)c.writeback_blocks);
+    }
+  assert_int_equal (arg.err, 0);
+  c = counts (&e);
+  printf ("small ring: %llu segments, %llu full waits, %llu written back\n",
+          (unsigned long long)c.log_segments,
+          (unsigned long long)c.log_full_waits,
+          (unsigned long long)c.writeback_blocks);
+  assert_true (c.log_segments >= SMALL_RING_ROUNDS);
+  env_close (&e);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < 64; l++)
+    if (arg.expect[l] && !backend_has (&e, l, arg.expect[l]))
+      fail_msg ("small ring, SSD lost: block %llu holds version %lld, "
+                "expected %llu",
+                (unsigned long long)l, (long long)backend_version (&e, l),
+                (unsigned long long)arg.expect[l]);
+  env_close (&e);
+  env_free (&e);
+}
+
 static void
 test_full_log (void **state)
 {
@@ -2864,6 +2938,7 @@ main (void)
     cmocka_unit_test (test_rebase_tight),
     cmocka_unit_test (test_random_crashes),
     cmocka_unit_test (test_outage_flush), /* a hang leaves threads */
+    cmocka_unit_test (test_small_ring),   /* a hang leaves threads */
     cmocka_unit_test (test_full_log),     /* last: a hang leaves threads */
     cmocka_unit_test (test_close_full_log),
   };
