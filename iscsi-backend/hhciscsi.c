@@ -1,8 +1,8 @@
 /* nbdkit-hhciscsi-plugin: one iSCSI LUN, reached with libiscsi.
  *
  * Files: hhciscsi.c (parameters, geometry, the nbdkit callbacks),
- * pool.c (sessions, reconnect and retry), sense.c (status and sense
- * data -> action and errno).
+ * pool.c (sessions, reconnect and retry, and what a reset of the LU
+ * may have lost), sense.c (status and sense data -> action and errno).
  *
  * Geometry and capabilities are read once, in .after_fork, after the
  * pool has logged in (nbdkit forks before that; a failure there stops
@@ -344,7 +344,7 @@ read_blocks (uint64_t lba, uint64_t blocks, unsigned char *buf)
           = { .lba = lba, .blocks = blocks < per ? blocks : per, .data = buf };
       struct scsi_task *t;
       size_t n = (size_t)a.blocks * lun.bs;
-      if (pool_exec ("READ(16)", issue_read, &a, &t) == -1)
+      if (pool_exec ("READ(16)", POOL_OTHER, issue_read, &a, &t) == -1)
         return -1;
       if (t->residual_status == SCSI_RESIDUAL_UNDERFLOW && t->residual > 0)
         {
@@ -374,7 +374,9 @@ write_blocks (uint64_t lba, uint64_t blocks, const unsigned char *buf, bool fua)
                           .data = (unsigned char *)buf,
                           .fua = fua };
       struct scsi_task *t;
-      if (pool_exec ("WRITE(16)", issue_write, &a, &t) == -1)
+      if (pool_exec ("WRITE(16)", fua ? POOL_WRITE_FUA : POOL_WRITE,
+                     issue_write, &a, &t)
+          == -1)
         return -1;
       scsi_free_scsi_task (t);
       lba += a.blocks;
@@ -446,12 +448,16 @@ write_bytes (const unsigned char *buf, uint64_t count, uint64_t offset,
   return 0;
 }
 
+/* SYNCHRONIZE CACHE(16) of BLOCKS blocks at LBA (0, 0: the whole LU,
+ * which covers every write so far; see pool.c).
+ */
 static int
 sync_cache (uint64_t lba, uint64_t blocks)
 {
   struct io_arg a = { .lba = lba, .blocks = blocks > UINT32_MAX ? 0 : blocks };
+  enum pool_kind k = lba == 0 && a.blocks == 0 ? POOL_SYNC : POOL_OTHER;
   struct scsi_task *t;
-  if (pool_exec ("SYNCHRONIZE CACHE(16)", issue_sync_cache, &a, &t) == -1)
+  if (pool_exec ("SYNCHRONIZE CACHE(16)", k, issue_sync_cache, &a, &t) == -1)
     return -1;
   scsi_free_scsi_task (t);
   return 0;
@@ -467,7 +473,7 @@ static struct scsi_task *
 vpd (int page)
 {
   struct scsi_task *t;
-  if (pool_exec ("INQUIRY", issue_vpd, &page, &t) == -1)
+  if (pool_exec ("INQUIRY", POOL_OTHER, issue_vpd, &page, &t) == -1)
     return NULL;
   if (scsi_datain_unmarshall (t) == NULL)
     {
@@ -484,7 +490,8 @@ probe_capacity (void)
   struct scsi_task *t;
   struct scsi_readcapacity16 *rc;
 
-  if (pool_exec ("READ CAPACITY(16)", issue_capacity, NULL, &t) == -1)
+  if (pool_exec ("READ CAPACITY(16)", POOL_OTHER, issue_capacity, NULL, &t)
+      == -1)
     return -1;
   rc = scsi_datain_unmarshall (t);
   if (rc == NULL)
@@ -702,10 +709,24 @@ hhciscsi_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
   return write_bytes (buf, count, offset, flags & NBDKIT_FLAG_FUA);
 }
 
+/* After a reset that may have dropped writes from the target's cache
+ * (pool_writes_lost) no flush can succeed: the plugin does not keep
+ * what it wrote, so it cannot write it again.  The SYNCHRONIZE CACHE
+ * is still sent, for what the LU does hold.
+ */
 static int
 hhciscsi_flush (void *h, uint32_t flags)
 {
-  return sync_cache (0, 0);
+  if (sync_cache (0, 0) == -1)
+    return -1;
+  if (pool_writes_lost ())
+    {
+      nbdkit_debug ("flush: fails: a reset may have lost writes (see the"
+                    " error above)");
+      errno = EIO;
+      return -1;
+    }
+  return 0;
 }
 
 /* Zero whole blocks [LBA, LBA+BLOCKS) with WRITE SAME(16). */
@@ -726,7 +747,8 @@ write_same_zero (uint64_t lba, uint64_t blocks, bool may_unmap)
                           .data = zero,
                           .may_unmap = may_unmap };
       struct scsi_task *t;
-      if (pool_exec ("WRITE SAME(16)", issue_write_same, &a, &t) == -1)
+      if (pool_exec ("WRITE SAME(16)", POOL_WRITE, issue_write_same, &a, &t)
+          == -1)
         return -1;
       scsi_free_scsi_task (t);
       lba += a.blocks;
@@ -766,7 +788,7 @@ hhciscsi_trim (void *h, uint32_t count, uint64_t offset, uint32_t flags)
       struct io_arg a = { .unmap = { .lba = lba } };
       struct scsi_task *t;
       a.unmap.num = end - lba < per ? end - lba : per;
-      if (pool_exec ("UNMAP", issue_unmap, &a, &t) == -1)
+      if (pool_exec ("UNMAP", POOL_WRITE, issue_unmap, &a, &t) == -1)
         return -1;
       scsi_free_scsi_task (t);
       lba += a.unmap.num;

@@ -48,9 +48,49 @@
  * into EIO instead of a hang.  libiscsi's own automatic reconnection
  * is switched off.
  *
+ * The LU's write cache.  A WRITE without FUA, a WRITE SAME or an UNMAP
+ * may sit in the target's volatile cache until a SYNCHRONIZE CACHE of
+ * the LU, which covers the writes of every session.  A reset of the
+ * LU (a UNIT ATTENTION with ASC 29h, see sense.c) may drop that cache,
+ * and the plugin cannot send again what it does not keep: if a write
+ * may be in the cache when a reset is reported, every flush fails from
+ * then on (lu.lost, hhciscsi_flush).  One logical clock orders the
+ * events, under lu.lock:
+ *
+ *   event                                      effect
+ *   a write (POOL_WRITE) starts                inflight++
+ *   ... ends, unless refused (sense_refused)   inflight--, written = ++clock
+ *   ... ends refused (not executed)            inflight--
+ *   a full SYNC CACHE attempt starts           its tick = ++clock
+ *   ... ends GOOD                              synced = max (synced, tick)
+ *   a reset is reported                        lost if inflight > 0
+ *                                              or written > synced
+ *
+ * A write that ended before a sync started is covered by it; one in
+ * flight when the sync started is not (it ends with a later tick).
+ * An end is accounted in the completion callback, with s->lock held,
+ * so one session's replies count in the order the target sent them: a
+ * reset reported just before a SYNC CACHE of the same session is
+ * judged before that sync counts.
+ *
+ * One reset is reported on every session, each at its next command.
+ * A late report, after new writes, would look like a second reset with
+ * writes at risk.  So when a report finds none, its requester drains
+ * the other sessions at once: no write may start (lu.draining; writers
+ * wait on lu.gate) while it runs TEST UNIT READY on every other
+ * logged-in session until one comes back without a UNIT ATTENTION,
+ * each bounded by the timeout (10 s when there is none).
+ *
+ * A reset is reported only to the sessions logged in when it happens:
+ * libiscsi's login consumes the 29h/00h of a new I_T nexus (sense.c).
+ * So it is missed when none is (a target that restarts drops them
+ * all), and seen too late when a flush succeeds first on a session
+ * that logged in after it.
+ *
  * Lock order: s->lock, then pool.lock (which only guards the choice
- * of a session and the counters); never the other way round.
- * s->tick_lock is taken alone.
+ * of a session and the counters) or lu.lock; never the other way
+ * round, and pool.lock and lu.lock never together.  s->tick_lock is
+ * taken alone.
  */
 #include <config.h>
 
@@ -75,6 +115,11 @@
  * timeouts only inside iscsi_service.
  */
 #define SERVICE_TICK_MS 500
+
+/* TEST UNIT READYs per session in a drain: one per pending UNIT
+ * ATTENTION, and tgtd queues one per event.
+ */
+#define DRAIN_TRIES 8
 
 struct request;
 
@@ -105,7 +150,9 @@ struct request {
   struct session *s;
   pool_issue_fn issue;
   void *arg;
-  char *msg; /* why it could not be issued, LEN bytes */
+  enum pool_kind kind;
+  uint64_t tick; /* POOL_SYNC: lu.clock when it started */
+  char *msg;     /* why it could not be issued, LEN bytes */
   size_t len;
   struct scsi_task *task;        /* NULL until issued, or if that failed */
   unsigned gen;                  /* s->gen when issued */
@@ -115,6 +162,8 @@ struct request {
   bool done;
   bool asleep;    /* see the table at the top */
   bool woke_done; /* done when its post was queued */
+  bool ended;     /* its end is accounted in lu */
+  bool drain;     /* it reported a reset: its requester drains */
 };
 
 static struct {
@@ -126,6 +175,96 @@ static struct {
 } pool = {
   .lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+/* The LU's write cache, as our commands left it (see the top). */
+static struct {
+  pthread_mutex_t lock; /* protects all of lu */
+  pthread_cond_t gate;  /* broadcast when a drain ends */
+  uint64_t clock;       /* the logical clock */
+  uint64_t written;     /* tick of the last end of a write */
+  uint64_t synced;      /* start tick of the latest good full sync */
+  unsigned inflight;    /* POOL_WRITE commands started, not ended */
+  bool draining;        /* a drain runs: no POOL_WRITE may start */
+  bool lost;            /* a reset may have dropped writes: sticky */
+} lu = {
+  .lock = PTHREAD_MUTEX_INITIALIZER,
+  .gate = PTHREAD_COND_INITIALIZER,
+};
+
+/* Before R is issued, with no lock held: a write waits for a drain to
+ * end and counts as in flight, a full sync takes its start tick.
+ */
+static void
+lu_begin (struct request *r)
+{
+  ISCSI_SCOPED_LOCK (&lu.lock);
+  if (r->kind == POOL_WRITE)
+    {
+      while (lu.draining)
+        pthread_cond_wait (&lu.gate, &lu.lock);
+      lu.inflight++;
+    }
+  else if (r->kind == POOL_SYNC)
+    r->tick = ++lu.clock;
+}
+
+/* With s->lock held: R ended, EXECUTED unless the target refused it,
+ * GOOD if it succeeded.  Once per request.
+ */
+static void
+lu_end (struct request *r, bool executed, bool good)
+{
+  if (r->ended)
+    return;
+  r->ended = true;
+  ISCSI_SCOPED_LOCK (&lu.lock);
+  if (r->kind == POOL_WRITE)
+    {
+      lu.inflight--;
+      if (executed)
+        lu.written = ++lu.clock;
+    }
+  else if (r->kind == POOL_SYNC && good && r->tick > lu.synced)
+    lu.synced = r->tick;
+}
+
+/* With s->lock held: the reply T reports a reset of the LU.  Marks the
+ * writes lost if one may have been in the cache (one error line, the
+ * first time); else returns true if the caller must drain the other
+ * sessions (no drain runs yet).
+ */
+static bool
+lu_reset_seen (const struct scsi_task *t)
+{
+  const struct pool_conf *c = pool.conf;
+  char d[160];
+
+  sense_describe (t, d, sizeof d);
+  ISCSI_SCOPED_LOCK (&lu.lock);
+  if (lu.lost)
+    return false;
+  if (lu.inflight == 0 && lu.written <= lu.synced)
+    {
+      nbdkit_debug ("hhciscsi: LUN reset (%s), every write was flushed", d);
+      if (lu.draining)
+        return false;
+      lu.draining = true;
+      return true;
+    }
+  lu.lost = true;
+  nbdkit_error ("%s LUN %d on %s was reset with writes not yet flushed,"
+                " which may be lost, so every flush fails from now on"
+                " (restart nbdkit once the data is checked): %s",
+                c->target, c->lun, c->portal, d);
+  return false;
+}
+
+bool
+pool_writes_lost (void)
+{
+  ISCSI_SCOPED_LOCK (&lu.lock);
+  return lu.lost;
+}
 
 /* Log a new context in.  Reports failures with nbdkit_error when LOUD,
  * else with nbdkit_debug (retries are not errors yet).  Every login
@@ -258,15 +397,22 @@ request_wake (struct session *s, struct request *r)
   s->wakeups = r;
 }
 
-/* Completion of one command, run by libiscsi with s->lock held. */
+/* Completion of one command, run by libiscsi with s->lock held.  DATA
+ * is the task (NULL when cancelled or timed out).
+ */
 static void
 request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
 {
   struct request *r = priv;
+  const struct scsi_task *t = data;
   if (r->done)
     return;
   r->status = status;
   r->done = true;
+  lu_end (r, !sense_refused (status, t),
+          status == SCSI_STATUS_GOOD || status == SCSI_STATUS_CONDITION_MET);
+  if (sense_is_reset (status, t))
+    r->drain = lu_reset_seen (t);
   if (r->prevp) /* else cancelled while being queued: not listed */
     {
       if (r->next)
@@ -280,6 +426,7 @@ request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
 static void
 request_fail (struct session *s, struct request *r)
 {
+  lu_end (r, false, false); /* never sent */
   r->task = NULL;
   r->done = true;
   request_wake (s, r);
@@ -678,27 +825,43 @@ request_wait (struct session *s, struct request *r)
   return true;
 }
 
-/* One attempt on session S.  Returns the action; *TASK is set on
+/* A command as pool_exec runs it, and how its last attempt went. */
+struct command {
+  const char *what; /* its name, for messages */
+  enum pool_kind kind;
+  pool_issue_fn issue;
+  void *arg;
+  char msg[256]; /* why the last attempt failed */
+  int err;       /* and its errno */
+  bool drain;    /* it reported a reset: drain the other sessions */
+};
+
+/* One attempt of C on session S.  Returns the action; *TASK is set on
  * SENSE_OK only.
  */
 static enum sense_action
-attempt (struct session *s, pool_issue_fn issue, void *arg,
-         struct scsi_task **task, char *msg, size_t len, int *err)
+attempt (struct session *s, struct command *c, struct scsi_task **task)
 {
-  struct request r
-      = { .s = s, .issue = issue, .arg = arg, .msg = msg, .len = len };
+  struct request r = { .s = s,
+                       .issue = c->issue,
+                       .arg = c->arg,
+                       .kind = c->kind,
+                       .msg = c->msg,
+                       .len = sizeof c->msg };
   enum sense_action a = SENSE_OK;
   bool locked;
 
-  *err = EIO;
+  c->err = EIO;
   sem_init (&r.sem, 0, 0);
+  lu_begin (&r);
   session_submit (s, &r);
   locked = request_wait (s, &r);
+  c->drain = r.drain;
   if (r.task)
     r.task->status = r.status;
   if (locked)
     {
-      a = request_classify (s, &r, err);
+      a = request_classify (s, &r, &c->err);
       session_unlock (s);
     }
   sem_destroy (&r.sem);
@@ -712,36 +875,103 @@ attempt (struct session *s, pool_issue_fn issue, void *arg,
   return a;
 }
 
-int
-pool_exec (const char *what, pool_issue_fn issue, void *arg,
-           struct scsi_task **task)
+/* TEST UNIT READY, bounded even when commands may wait for ever.  With
+ * s->lock held (libiscsi reads the timeout when it queues the PDU).
+ */
+static struct scsi_task *
+issue_tur (struct iscsi_context *ctx, int lun, void *arg, iscsi_command_cb cb,
+           void *priv)
 {
-  char msg[256] = "";
-  int err = EIO;
+  int timeout = pool.conf->timeout;
+  struct scsi_task *t;
+
+  iscsi_set_timeout (ctx, timeout > 0 ? timeout : LOGIN_BOUND_S);
+  t = iscsi_testunitready_task (ctx, lun, cb, priv);
+  iscsi_set_timeout (ctx, timeout);
+  return t;
+}
+
+/* Count a requester on S if S is logged in. */
+static bool
+session_take_if_up (struct session *s)
+{
+  ISCSI_SCOPED_LOCK (&pool.lock);
+  if (!s->up)
+    return false;
+  s->users++;
+  return true;
+}
+
+/* One TEST UNIT READY of a drain on S. */
+static enum sense_action
+drain_one (struct session *s)
+{
+  struct command c
+      = { .what = "TEST UNIT READY", .kind = POOL_OTHER, .issue = issue_tur };
+  struct scsi_task *t;
+  enum sense_action a = attempt (s, &c, &t);
+
+  if (a == SENSE_OK)
+    scsi_free_scsi_task (t);
+  else
+    nbdkit_debug ("hhciscsi: drain: %s: %s", c.what, c.msg);
+  return a;
+}
+
+/* A reset reported on EXCEPT put no write at risk, and writes wait
+ * (lu.draining): let every other logged-in session report it now, then
+ * open the gate.  A session that is down has nothing to report.
+ */
+static void
+lu_drain (struct session *except)
+{
+  unsigned i, k;
+
+  for (i = 0; i < pool.n; i++)
+    {
+      struct session *s = &pool.s[i];
+      if (s == except || !session_take_if_up (s))
+        continue;
+      for (k = 0; k < DRAIN_TRIES; k++)
+        if (drain_one (s) != SENSE_RETRY)
+          break;
+      pool_give_back (s);
+    }
+  ISCSI_SCOPED_LOCK (&lu.lock);
+  lu.draining = false;
+  pthread_cond_broadcast (&lu.gate);
+}
+
+int
+pool_exec (const char *what, enum pool_kind kind, pool_issue_fn issue,
+           void *arg, struct scsi_task **task)
+{
+  struct command c = { .what = what, .kind = kind, .issue = issue, .arg = arg };
   unsigned n;
 
   for (n = 1;; n++)
     {
       struct session *s = pool_take ();
-      enum sense_action a
-          = attempt (s, issue, arg, task, msg, sizeof msg, &err);
+      enum sense_action a = attempt (s, &c, task);
       pool_give_back (s);
+      if (c.drain)
+        lu_drain (s);
       if (a == SENSE_OK)
         return 0;
       if (a == SENSE_FAIL)
         {
-          nbdkit_error ("%s: %s", what, msg);
+          nbdkit_error ("%s: %s", what, c.msg);
           break;
         }
       if (n >= pool.conf->attempts)
         {
-          nbdkit_error ("%s: %s (gave up after %u attempts)", what, msg, n);
+          nbdkit_error ("%s: %s (gave up after %u attempts)", what, c.msg, n);
           break;
         }
-      nbdkit_debug ("%s: %s: %s, attempt %u of %u", what, msg,
+      nbdkit_debug ("%s: %s: %s, attempt %u of %u", what, c.msg,
                     sense_action_to_string (a), n + 1, pool.conf->attempts);
       backoff (n);
     }
-  errno = err;
+  errno = c.err;
   return -1;
 }

@@ -8,6 +8,7 @@
 #ifndef HHCISCSI_POOL_H
 #define HHCISCSI_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <iscsi/iscsi.h>
@@ -26,6 +27,16 @@ struct pool_conf {
   unsigned attempts; /* tries per command, including the first */
 };
 
+/* What a command does to the LU's volatile write cache, for the
+ * reset check (see "The LU's write cache" in pool.c).
+ */
+enum pool_kind {
+  POOL_OTHER,     /* nothing: reads, inquiries, a SYNC CACHE of a range */
+  POOL_WRITE,     /* may sit in the cache: WRITE, WRITE SAME, UNMAP */
+  POOL_WRITE_FUA, /* WRITE with FUA: on the medium once GOOD */
+  POOL_SYNC,      /* SYNCHRONIZE CACHE of the whole LU */
+};
+
 /* Queue one command on CTX to LUN with libiscsi's asynchronous
  * *_task call, passing CB and PRIV through; ARG is the caller's.
  * Called with the session's lock held.
@@ -42,13 +53,19 @@ int pool_start (const struct pool_conf *conf);
 /* Log out and free every session. */
 void pool_stop (void);
 
-/* Run ISSUE (named WHAT in messages) on a free session, reconnecting
- * and retrying up to conf->attempts times.  On success *TASK holds the
- * good task (free it with scsi_free_scsi_task) and 0 is returned; on
- * failure the error has been reported, errno is set and -1 returned.
+/* Run ISSUE (named WHAT in messages, doing KIND) on a free session,
+ * reconnecting and retrying up to conf->attempts times.  On success
+ * *TASK holds the good task (free it with scsi_free_scsi_task) and 0
+ * is returned; on failure the error has been reported, errno is set
+ * and -1 returned.
  */
-int pool_exec (const char *what, pool_issue_fn issue, void *arg,
-               struct scsi_task **task);
+int pool_exec (const char *what, enum pool_kind kind, pool_issue_fn issue,
+               void *arg, struct scsi_task **task);
+
+/* True once the LU reported a reset while writes were not flushed:
+ * they may be lost, and every flush must fail.  Sticky.
+ */
+bool pool_writes_lost (void);
 
 /* Number of reconnections done since start (for tests and debug). */
 unsigned pool_reconnects (void);

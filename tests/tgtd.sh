@@ -10,6 +10,11 @@
 #                              (tgtadm --params PARAMS), open to all;
 #                              waits until iscsi-inq answers
 #   tgt_url [LUN]              iscsi://127.0.0.1:PORT/$tgt_iqn/LUN
+#   tgt_lun_reset [LUN]        send a LOGICAL UNIT RESET to LUN (default 1)
+#                              from an initiator of its own (libiscsi
+#                              through python3's ctypes): tgtd then
+#                              reports UNIT ATTENTION 29h/00h on the
+#                              next command of every session
 
 requires tgtd tgtadm iscsi-inq
 
@@ -86,4 +91,43 @@ plugin ()
   [ -f "${HHC_ISCSI_PLUGIN:-}" ] ||
     fail "HHC_ISCSI_PLUGIN=${HHC_ISCSI_PLUGIN:-}: not built"
   printf '%s\n' "$HHC_ISCSI_PLUGIN"
+}
+
+# A LOGICAL UNIT RESET task management function, sent by a separate
+# initiator that logs in (its own login's UNIT ATTENTION is consumed by
+# libiscsi's connect), resets the LU and logs out; 10 s per command,
+# 30 s in all.
+_tgt_lun_reset_py='
+import ctypes, ctypes.util, sys
+portal, iqn, lun = sys.argv[1].encode(), sys.argv[2].encode(), int(sys.argv[3])
+lib = ctypes.CDLL(ctypes.util.find_library("iscsi") or "libiscsi.so.7")
+P = ctypes.c_void_p
+lib.iscsi_create_context.restype = P
+lib.iscsi_create_context.argtypes = [ctypes.c_char_p]
+lib.iscsi_get_error.restype = ctypes.c_char_p
+lib.iscsi_get_error.argtypes = [P]
+for f, a in (("iscsi_set_targetname", [P, ctypes.c_char_p]),
+             ("iscsi_set_session_type", [P, ctypes.c_int]),
+             ("iscsi_set_timeout", [P, ctypes.c_int]),
+             ("iscsi_full_connect_sync", [P, ctypes.c_char_p, ctypes.c_int]),
+             ("iscsi_task_mgmt_lun_reset_sync", [P, ctypes.c_uint32]),
+             ("iscsi_logout_sync", [P]),
+             ("iscsi_destroy_context", [P])):
+    getattr(lib, f).argtypes = a
+ctx = lib.iscsi_create_context(b"iqn.2026-01.test:lun-resetter")
+lib.iscsi_set_targetname(ctx, iqn)
+lib.iscsi_set_session_type(ctx, 2)  # ISCSI_SESSION_NORMAL
+lib.iscsi_set_timeout(ctx, 10)
+if lib.iscsi_full_connect_sync(ctx, portal, lun) != 0:
+    sys.exit("login: %s" % lib.iscsi_get_error(ctx).decode())
+if lib.iscsi_task_mgmt_lun_reset_sync(ctx, lun) != 0:
+    sys.exit("LOGICAL UNIT RESET: %s" % lib.iscsi_get_error(ctx).decode())
+lib.iscsi_logout_sync(ctx)
+lib.iscsi_destroy_context(ctx)
+'
+
+tgt_lun_reset ()
+{
+  timeout 30 python3 -c "$_tgt_lun_reset_py" "$tgt_portal" "$tgt_iqn" \
+    "${1:-1}" || fail "LOGICAL UNIT RESET of LUN ${1:-1} failed"
 }
