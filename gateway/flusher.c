@@ -286,12 +286,16 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     }
   make_extents (&b);
   write_extents (&b, nthreads);
-  fseq = vol_passdown_seq (vol);
+  uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE), ff;
+  uint64_t ft = bflush_begin (vol, &ff);
+  fseq = vol_passdown_seq (vol); /* after fw: covers all it counts */
   ferr = vol->ops->flush (bctx);
+  bflush_end (vol, ft, ferr, ff);
   if (ferr == 0 && vol->info.multi_conn)
-    vol_backend_flushed (vol, fseq);
-  if (ferr)
-    vol_backend_flush_failed (vol, ferr);
+    {
+      vol_backend_flushed (vol, fseq);
+      bflush_done (vol, fw);
+    }
   for (uint32_t i = 0; i < b.nextents; i++)
     if (b.ext[i].err && !err)
       err = b.ext[i].err;

@@ -187,11 +187,14 @@ int hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count,
  * flushes the backend itself.
  */
 bool hhc_backend_unflushed (struct hhc_volume *vol);
-/* A backend flush that the caller made itself (a connection's own
- * context at its close) failed with err: as for the core's own, every
- * later FLUSH fails if it may have dropped a trim, zero or write.
+/* A backend flush that the caller makes itself (a connection's own
+ * context at its close, when hhc_backend_unflushed): begin returns a
+ * ticket, end takes it and the result (0 or errno).  As for the core's
+ * own flushes, a failure makes every later FLUSH fail, and a FLUSH
+ * waits for the end of one that began before its own ended.
  */
-void hhc_backend_flush_failed (struct hhc_volume *vol, int err);
+uint64_t hhc_backend_flush_begin (struct hhc_volume *vol);
+void hhc_backend_flush_end (struct hhc_volume *vol, uint64_t ticket, int err);
 /* NBD_CMD_CACHE: read the range into the cache. */
 int hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
                   uint64_t offset);

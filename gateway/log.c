@@ -107,17 +107,23 @@ struct io {
   const void *p[3];
   size_t len[3];
   bool sync, sync_only;
+  bool sb; /* a superblock: not to mirrors with sb_hold */
 };
 
 struct mirror {
   struct hhc_dev *dev;
   bool own, failed, blank;
-  /* Failed, and its superblocks since overwritten with a void one
-   * (void_mirror): nothing on it can be replayed any more.  A failed
-   * mirror that is not voided yet still holds a chain a replay would
-   * take, stale since it failed (revokes no longer reach it).
+  char *path; /* as given (an NBD URI is dialled again to void it) */
+  /* Voiding (see "voiding a log that fell out of use" below): the
+   * failed mirror is owed a void (want_void), has had it (voided), or
+   * stopped being written only at log_stop (no_void: never owed).
    */
-  bool want_void, voided, void_warned;
+  bool want_void, voided, void_warned, no_void;
+  /* A void mirror joining at start: no superblock is written to it
+   * until log_rebase has made this run's log complete on it (until
+   * then a copy of its void superblock wins, and it reads as blank).
+   */
+  bool sb_hold;
   /* Worker for parallel writes. */
   pthread_t thread;
   bool has_thread, stop;
@@ -400,26 +406,37 @@ mirror_thread (void *arg)
 /* Mark m failed (log->lock held): it is written no more, and the
  * writer voids it on disk as soon as it can (void_failed).
  */
-/* Mark m failed (log->lock held): it is written no more, and unless
- * want_void is false the writer voids it on disk as soon as it can
- * (void_failed).  Only a log that stops being written at log_stop (a
- * last segment with no room) is left unvoided: it is then what a crash
- * at that moment leaves, which a replay handles, and the cache holds
- * every dirty block.
- */
+/* Owe a void to failed mirror m (log->lock held). */
 static void
-mark_failed_locked (struct hhc_log *log, struct mirror *m, bool want_void)
+owe_void_locked (struct hhc_log *log, struct mirror *m)
 {
-  if (m->failed)
-    return;
-  m->failed = true;
-  log->healthy--;
-  if (!want_void)
+  if (!m->failed || m->want_void || m->no_void)
     return;
   m->want_void = true;
   __atomic_add_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
   log->next_void_ns = 0; /* try at once */
   pthread_cond_broadcast (&log->writer_cv);
+}
+
+/* Mark m failed (log->lock held): it is written no more.  While other
+ * mirrors stay healthy they hold everything it did, and more: it is
+ * owed a void at once.  The last mirror's log is the only copy that
+ * survives the loss of the SSD of what FLUSHes covered: it is owed a
+ * void only once a FLUSH that fell back has written every dirty block
+ * back (log_void_stale).  can_void false (a log that stops being
+ * written at log_stop, its last segment with no room): never voided,
+ * it is what a crash at that moment leaves, which a replay handles.
+ */
+static void
+mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
+{
+  if (m->failed)
+    return;
+  m->failed = true;
+  m->no_void = !can_void;
+  log->healthy--;
+  if (log->healthy > 0)
+    owe_void_locked (log, m);
 }
 
 /* Run io on every healthy mirror at once; a mirror that fails is marked
@@ -435,7 +452,7 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
 
   hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
-    n += use[i] = !log->m[i].failed;
+    n += use[i] = !log->m[i].failed && !(io->sb && log->m[i].sb_hold);
   hhc_unlock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     {
@@ -527,7 +544,7 @@ static int
 write_sb_locked (struct hhc_log *log)
 {
   HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (SB_SIZE);
-  struct io io = { .n = 1, .sync = true };
+  struct io io = { .n = 1, .sync = true, .sb = true };
 
   if (sb == NULL)
     return ENOMEM;
@@ -547,6 +564,28 @@ write_sb (struct hhc_log *log)
   return write_sb_locked (log);
 }
 
+/* This run's log is complete on every mirror (log_rebase, log_discard):
+ * a void mirror that joined gets its superblock, both copies (the void
+ * one would win over one).
+ */
+static int
+release_sb_hold (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+  bool any = false;
+  int r;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      any |= log->m[i].sb_hold;
+      log->m[i].sb_hold = false;
+    }
+  if (!any)
+    return 0;
+  r = write_sb_locked (log);
+  return r ? r : write_sb_locked (log);
+}
+
 /* ---- voiding a log that fell out of use ----
  *
  * A mirror that failed keeps, on disk, the chain it had: entries that
@@ -562,6 +601,11 @@ write_sb (struct hhc_log *log)
  */
 #define LOG_VOID_MAGIC "HHCVOID1"
 #define VOID_RETRY_NS 1000000000u
+
+static void
+quiet_log (enum hhc_log_level level, const char *msg)
+{
+}
 
 static void
 build_void_sb (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
@@ -610,6 +654,17 @@ void_failed (struct hhc_log *log)
       if (!todo)
         continue;
       int r = void_dev (m->dev, luuid, cuuid);
+      struct hhc_dev *d;
+      /* A dead NBD connection fails every request for ever: dial the
+       * server again (it may be back).  A file device is not opened
+       * twice (flock).
+       */
+      if (r && m->path && dev_is_nbd_uri (m->path)
+          && dev_open_nbd (m->path, quiet_log, &d) == 0)
+        {
+          r = void_dev (d, luuid, cuuid);
+          dev_close (d);
+        }
       hhc_lock (&log->lock);
       bool warn = r && !m->void_warned;
       if (r == 0)
@@ -632,6 +687,16 @@ void_failed (struct hhc_log *log)
                  "of the cache would replay",
                  m->dev->name, strerror (r));
     }
+}
+
+unsigned
+log_void_stale (struct hhc_log *log)
+{
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    owe_void_locked (log, &log->m[i]);
+  hhc_unlock (&log->lock);
+  return log_void_failed (log);
 }
 
 unsigned
@@ -821,6 +886,7 @@ free_log (struct hhc_log *log)
     {
       if (log->m[i].own)
         dev_close (log->m[i].dev);
+      free (log->m[i].path);
       pthread_mutex_destroy (&log->m[i].mu);
       pthread_cond_destroy (&log->m[i].cv);
     }
@@ -986,6 +1052,9 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
       struct mirror *m = &log->m[log->nm++];
       pthread_mutex_init (&m->mu, NULL);
       pthread_cond_init (&m->cv, NULL);
+      if (conf->paths && conf->paths[i]
+          && (m->path = strdup (conf->paths[i])) == NULL)
+        return ENOMEM;
       if (conf->test_devs && conf->test_devs[i])
         m->dev = conf->test_devs[i];
       else
@@ -1027,6 +1096,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
                    "it holds nothing to replay and is used as a blank device",
                    m->dev->name);
           nvoid++;
+          m->sb_hold = true;
           r = ENOENT;
         }
       if (r == ENOENT)
@@ -1059,6 +1129,9 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
       r = EINVAL;
       goto fail;
     }
+  if (nvalid == 0)
+    for (unsigned i = 0; i < log->nm; i++)
+      log->m[i].sb_hold = false; /* formatted below, as blank ones */
   if (nvalid == 0)
     {
       log->region_size = min_size > LOG_REGION_OFF
@@ -1775,7 +1848,12 @@ log_usage (struct hhc_log *log)
 
   if (log->healthy == 0 || log->region_size == 0)
     return 0;
-  return (double)used_bytes (log) / log->region_size;
+  /* Full is full of bytes or of ring slots (a big log of small
+   * segments): either way write-back makes room.
+   */
+  double bytes = (double)used_bytes (log) / log->region_size;
+  double slots = (double)(log->next_seq - mem_head_seq (log)) / log->ring_cap;
+  return HHC_MAX (bytes, slots);
 }
 
 static void
@@ -2662,6 +2740,8 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
           try_make_current (log);
         }
     }
+  if (r == 0)
+    r = release_sb_hold (log);
   if (r)
     hhc_log (log->logfn, HHC_LOG_ERROR,
              "log: writing the dirty blocks to the log at start-up: %s",
@@ -2691,7 +2771,7 @@ log_discard (struct hhc_log *log)
   r = persist_head (log);
   try_make_current (log);
   hhc_unlock (&log->lock);
-  return r;
+  return r ? r : release_sb_hold (log);
 }
 
 void

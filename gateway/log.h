@@ -188,12 +188,18 @@ struct log_ticket {
 int log_barrier_begin (struct hhc_log *log, struct log_ticket *ticket);
 int log_barrier_wait (struct hhc_log *log, const struct log_ticket *ticket);
 
-/* Void every failed mirror not voided yet (its superblocks become
- * void: nothing on it can be replayed).  The writer does it in the
- * background; a FLUSH that falls back to write-back calls it too.
- * Returns how many failed mirrors are still not voided.
+/* Void every failed mirror that is owed it and not voided yet (its
+ * superblocks become void: nothing on it can be replayed).  A mirror
+ * that fails while another stays healthy is owed it at once; the
+ * writer tries in the background.  Returns how many failed mirrors
+ * are still not voided.
  */
 unsigned log_void_failed (struct hhc_log *log);
+/* No mirror is healthy, and a FLUSH that fell back has written every
+ * dirty block back and flushed the backend: what the failed mirrors
+ * hold is stale.  Owe every one a void, and try (log_void_failed).
+ */
+unsigned log_void_stale (struct hhc_log *log);
 
 /* The cache is about to be used without its log (a mode other than
  * hhc): check that the log is the one paired with cache_uuid (or whose

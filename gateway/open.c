@@ -472,6 +472,8 @@ free_volume (struct hhc_volume *vol, bool failed)
   pthread_mutex_destroy (&vol->wal_lock);
   pthread_cond_destroy (&vol->wait_cond);
   pthread_mutex_destroy (&vol->pd_lock);
+  pthread_mutex_destroy (&vol->bf_lock);
+  pthread_cond_destroy (&vol->bf_cond);
   free (vol->identity);
   free (vol->cache_path);
   free (vol->stats_path);
@@ -537,6 +539,8 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   pthread_mutex_init (&vol->wal_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
   pthread_mutex_init (&vol->pd_lock, NULL);
+  pthread_mutex_init (&vol->bf_lock, NULL);
+  pthread_cond_init (&vol->bf_cond, NULL);
   vol->conf = *conf;
   vol->ops = ops;
   vol->info = *info;
@@ -940,9 +944,7 @@ hhc_close (struct hhc_volume *vol)
     log_stop (vol->log); /* ends with a barrier over what it holds */
   if (vol->bg_ctx)
     {
-      r2 = vol->ops->flush (vol->bg_ctx);
-      if (r2)
-        vol_backend_flush_failed (vol, r2);
+      r2 = bflush_run (vol, vol->bg_ctx);
       be_ok = r2 == 0;
     }
   else

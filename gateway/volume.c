@@ -557,8 +557,12 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
   stat_add (&vol->stats.write_hits, 1);
   if (!wt && state == SLOT_CLEAN)
     return write_clean_cow (vol, st, s, lba, buf, off, len, no_slot);
+  /* Never FUA to the backend: a FUA that fails may drop earlier wt
+   * writes as a failed flush does, and hhc_write flushes after a FUA
+   * write anyway (hhc_flush, which counts a failure).
+   */
   if (wt)
-    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
+    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, false);
   if (r == 0)
     r = cache_write_slot (&vol->cache, s, buf, off, len);
   if (r == 0 && vol->log)
@@ -605,8 +609,8 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
         memcpy (blk + off, buf, len);
       data = blk;
     }
-  if (r == 0 && wt)
-    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, fua);
+  if (r == 0 && wt) /* not FUA: see write_hit */
+    r = vol->ops->pwrite (bctx, buf, len, lba * vol->bs + off, false);
   if (r == 0)
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
@@ -832,34 +836,6 @@ hhc_backend_unflushed (struct hhc_volume *vol)
          || load64 (&vol->be_flushed) < load64 (&vol->be_written);
 }
 
-void
-vol_backend_flush_failed (struct hhc_volume *vol, int err)
-{
-  uint64_t w = load64 (&vol->be_written);
-  int none = 0;
-
-  /* In pt and wt every client write went to the backend.  Without
-   * multi-conn be_flushed proves nothing about other connections.
-   */
-  if (hhc_mode_is_wb (vol->conf.mode)
-      && (vol->info.multi_conn ? w <= load64 (&vol->be_flushed) : w == 0))
-    return;
-  if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,
-                                   false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
-             "%s: a backend flush failed (%s) while trims, zeros or "
-             "writes that went straight to the backend were not yet "
-             "durable: the backend may have dropped them, so every FLUSH "
-             "fails from now on, until the volume is reopened",
-             vol->dev->name, strerror (err ? err : EIO));
-}
-
-void
-hhc_backend_flush_failed (struct hhc_volume *vol, int err)
-{
-  vol_backend_flush_failed (vol, err);
-}
-
 /* Flush the backend if anything went to it directly since the last
  * completed backend flush (always in pt and wt).
  */
@@ -869,6 +845,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   uint64_t w = load64 (&vol->be_written);
   uint64_t f = load64 (&vol->be_flushed);
   uint64_t seq = vol_passdown_seq (vol); /* after w: covers all it counts */
+  uint64_t t;
   int r;
 
   /* Without multi-conn a flush covers only its own connection's
@@ -876,20 +853,21 @@ flush_backend (struct hhc_volume *vol, void *bctx)
    */
   if (hhc_mode_is_wb (vol->conf.mode) && f >= w && vol->info.multi_conn)
     return 0;
+  t = bflush_begin (vol, &f);
   r = vol->ops->flush (bctx);
+  bflush_end (vol, t, r, f);
   if (r)
     {
       stat_add (&vol->stats.backend_errors, 1);
-      vol_backend_flush_failed (vol, r);
       return r;
     }
   if (vol->info.multi_conn) /* else it covered only this connection */
     vol_backend_flushed (vol, seq);
-  while (f < w
-         && !__atomic_compare_exchange_n (&vol->be_flushed, &f, w, false,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    ;
-  return 0;
+  bflush_done (vol, w);
+  /* A flush that began before this one ended may yet fail, having
+   * dropped what this one found nothing left of (bflush.c).
+   */
+  return bflush_settle (vol);
 }
 
 /* ssd-sync=checkpoint and no log mirror left: from now on FLUSHes make
@@ -942,7 +920,7 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
 {
   uint64_t t0 = hhc_now_ns ();
   struct log_ticket ticket = { 0 };
-  bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH;
+  bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH, fallback = false;
   int r = __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE);
 
   if (r)
@@ -964,13 +942,18 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
           r = leave_wal (vol);
           if (r == 0)
             r = cache_commit (&vol->cache);
-          /* What the failed mirrors hold is stale from now on. */
-          log_void_failed (vol->log);
-          wbflush = true;
+          fallback = wbflush = true;
         }
     }
   if (r == 0 && wbflush)
     r = vol_writeback_all (vol, bctx);
+  /* Every block the failed mirrors hold is on the backend now, some
+   * older than what this FLUSH makes durable: void them before it
+   * returns (not before: until now they were the only copy of what
+   * earlier FLUSHes covered that survives the loss of the SSD).
+   */
+  if (r == 0 && fallback)
+    log_void_stale (vol->log);
   if (r == 0 && __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
     r = EIO; /* the flusher's backend flush failed meanwhile */
   stat_add (&vol->stats.flushes, 1);

@@ -56,6 +56,12 @@ struct hhc_volume {
    * they stay dirty and are sent again.  Atomic.
    */
   int be_failed;
+  /* Backend flushes in progress (bflush.c). */
+#define BF_WINDOW 64
+  pthread_mutex_t bf_lock;
+  pthread_cond_t bf_cond;
+  uint64_t bf_next, bf_done_below;
+  bool bf_done[BF_WINDOW];
   /* Trim, zero and pass-through writes change the backend under the
    * cache ("passdowns").  Each one is recorded in a ring with the block
    * range it covers and sequence numbers taken at its start and end; a
@@ -116,11 +122,27 @@ bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
  */
 void vol_backend_flushed (struct hhc_volume *vol, uint64_t seq);
 
-/* A backend flush failed with err (whoever flushed: a client's FLUSH,
- * the flusher, a connection's close).  Sets be_failed if it may have
- * dropped a passdown.
+/* ---- bflush.c: every backend flush goes through these ---- */
+
+/* A backend flush begins: returns its ticket and reads be_flushed
+ * into *flushed.
  */
-void vol_backend_flush_failed (struct hhc_volume *vol, int err);
+uint64_t bflush_begin (struct hhc_volume *vol, uint64_t *flushed);
+/* It ended with err (0 or errno): a failure that may have dropped a
+ * passdown (or a pt/wt write) sets be_failed.
+ */
+void bflush_end (struct hhc_volume *vol, uint64_t ticket, int err,
+                 uint64_t flushed);
+/* Wait until every backend flush begun so far has ended; EIO if
+ * be_failed is set then.
+ */
+int bflush_settle (struct hhc_volume *vol);
+/* A backend flush that began when be_written was w succeeded and
+ * covers every connection (multi-conn): raise be_flushed to w.
+ */
+void bflush_done (struct hhc_volume *vol, uint64_t w);
+/* begin, ops->flush, end. */
+int bflush_run (struct hhc_volume *vol, void *bctx);
 
 /* Is a passdown covering block lba running now? */
 bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);

@@ -491,15 +491,16 @@ hhc_finalize (nbdkit_next *next, void *handle)
   if (next->can_write (next) != 1 || next->can_flush (next) != 1
       || (vol && !hhc_backend_unflushed (vol)))
     return 0;
+  uint64_t ticket = vol ? hhc_backend_flush_begin (vol) : 0;
   next_backend_lock ();
   int r = next->flush (next, 0, &err);
   next_backend_unlock ();
+  if (vol)
+    hhc_backend_flush_end (vol, ticket, r == -1 ? (err ? err : EIO) : 0);
   if (r == -1)
     {
       nbdkit_error ("hhc: flushing the plugin at disconnect: %s",
                     strerror (err ? err : EIO));
-      if (vol)
-        hhc_backend_flush_failed (vol, err ? err : EIO);
       return -1;
     }
   return 0;

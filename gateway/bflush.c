@@ -1,0 +1,136 @@
+/* Backend flushes: what a failed one may have dropped, and the order a
+ * FLUSH needs (docs/core.md, "Durability: the commit").
+ *
+ * A backend may forget what a failed flush did not write and report
+ * the next flush as a success (Linux's page cache does; a reset iSCSI
+ * target too).  Blocks written back stay dirty until a flush after
+ * them succeeds, so they are sent again; passdowns (trims, zeros, pt
+ * writes) and wt writes are sent once.  So a failed flush that may
+ * have dropped one of those sets be_failed, and every later FLUSH
+ * fails until the volume is reopened (bflush_end).
+ *
+ * Every backend flush, whoever makes it (a client's FLUSH, the
+ * flusher, a connection's context at its close, the close), takes a
+ * ticket.  A FLUSH whose own backend flush succeeded still waits for
+ * every flush that began before its own ended (bflush_settle): one of
+ * them may fail having dropped a passdown that this FLUSH covers, and
+ * its failure is counted only when it returns.
+ *
+ *   bf_next       tickets given out
+ *   bf_done_below every ticket below this one has ended
+ *   bf_done[t % BF_WINDOW]   ticket t ended (t >= bf_done_below)
+ *
+ * Lock: bf_lock protects the three; be_failed, be_written, be_flushed
+ * and pd_active are atomics.  No other lock is held while waiting.
+ */
+#include <config.h>
+
+#include "common.h"
+#include "volume_int.h"
+
+static uint64_t
+load64 (const uint64_t *p)
+{
+  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
+}
+
+uint64_t
+bflush_begin (struct hhc_volume *vol, uint64_t *flushed)
+{
+  HHC_SCOPED_LOCK (&vol->bf_lock);
+
+  while (vol->bf_next - vol->bf_done_below >= BF_WINDOW)
+    pthread_cond_wait (&vol->bf_cond, &vol->bf_lock);
+  *flushed = load64 (&vol->be_flushed);
+  return vol->bf_next++;
+}
+
+/* A flush that began when be_flushed was flushed failed with err: set
+ * be_failed if it may have dropped a passdown or a wt/pt write.
+ */
+static void
+note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
+{
+  uint64_t w = load64 (&vol->be_written);
+  int none = 0;
+
+  /* In pt and wt every client write went to the backend.  Without
+   * multi-conn be_flushed proves nothing about other connections.  A
+   * passdown still running may have reached the backend already (its
+   * be_written comes at its end).
+   */
+  if (hhc_mode_is_wb (vol->conf.mode)
+      && __atomic_load_n (&vol->pd_active, __ATOMIC_ACQUIRE) == 0
+      && (vol->info.multi_conn ? w <= flushed : w == 0))
+    return;
+  if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,
+                                   false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "%s: a backend flush failed (%s) while trims, zeros or "
+             "writes that went straight to the backend were not yet "
+             "durable: the backend may have dropped them, so every FLUSH "
+             "fails from now on, until the volume is reopened",
+             vol->dev->name, strerror (err ? err : EIO));
+}
+
+void
+bflush_end (struct hhc_volume *vol, uint64_t ticket, int err, uint64_t flushed)
+{
+  if (err)
+    note_failure (vol, err, flushed);
+  HHC_SCOPED_LOCK (&vol->bf_lock);
+  vol->bf_done[ticket % BF_WINDOW] = true;
+  while (vol->bf_done_below < vol->bf_next
+         && vol->bf_done[vol->bf_done_below % BF_WINDOW])
+    vol->bf_done[vol->bf_done_below++ % BF_WINDOW] = false;
+  pthread_cond_broadcast (&vol->bf_cond);
+}
+
+int
+bflush_settle (struct hhc_volume *vol)
+{
+  HHC_SCOPED_LOCK (&vol->bf_lock);
+  uint64_t upto = vol->bf_next;
+
+  while (vol->bf_done_below < upto)
+    pthread_cond_wait (&vol->bf_cond, &vol->bf_lock);
+  return __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE) ? EIO : 0;
+}
+
+void
+bflush_done (struct hhc_volume *vol, uint64_t w)
+{
+  uint64_t f = load64 (&vol->be_flushed);
+
+  while (f < w
+         && !__atomic_compare_exchange_n (&vol->be_flushed, &f, w, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    ;
+}
+
+int
+bflush_run (struct hhc_volume *vol, void *bctx)
+{
+  uint64_t flushed, t = bflush_begin (vol, &flushed);
+  int r = vol->ops->flush (bctx);
+
+  bflush_end (vol, t, r, flushed);
+  return r;
+}
+
+uint64_t
+hhc_backend_flush_begin (struct hhc_volume *vol)
+{
+  uint64_t flushed;
+
+  return bflush_begin (vol, &flushed);
+}
+
+void
+hhc_backend_flush_end (struct hhc_volume *vol, uint64_t ticket, int err)
+{
+  /* Flushed only when something was owed (hhc_backend_unflushed): a
+   * failure may always have dropped it.
+   */
+  bflush_end (vol, ticket, err, 0);
+}
