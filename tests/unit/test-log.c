@@ -2039,6 +2039,61 @@ heal_variant (bool flush_after)
   power_destroy (&pw);
 }
 
+/* The last mirror fails on a segment write (one transient error) and
+ * heals; no FLUSH falls back.  Its log still holds the only copy of a
+ * flushed block that survives the loss of the SSD: it must not be
+ * voided before a FLUSH has written the block back (found by review:
+ * the first version voided it at once, and the replay lost 41).
+ */
+static void
+test_last_mirror_kept (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  power_init (&pw, e.mb);
+  e.be.pw = &pw;
+  to_pdev (e.logs[0].pd)->pw = &pw;
+  to_pdev (e.ssd.pd)->pw = &pw;
+  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
+  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_flush (&e); /* 41 durable in the log only */
+  pdev_fail_after (e.logs[0].pd, 0);
+  for (uint64_t l = 10; l < 40; l++)
+    env_write (&e, l, 1, false); /* fills a segment: its write fails */
+  for (int i = 0; i < 1000 && counts (&e).log_mirrors_failed == 0; i++)
+    {
+      struct timespec ts = { 0, 10000000 };
+      nanosleep (&ts, NULL);
+    }
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  pdev_heal (e.logs[0].pd);
+  /* Owed no void yet: the writer must leave it alone. */
+  assert_int_equal (counts (&e).log_mirrors_unvoided, 0);
+  power_arm (&pw, 0, false, 7, false);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  env_new_ssd (&e);
+  env_open (&e);
+  if (!backend_has (&e, 3, 41))
+    fail_msg ("block 3 (flushed as 41) holds version %lld after the loss "
+              "of the SSD",
+              (long long)backend_version (&e, 3));
+  env_close (&e);
+  e.be.pw = NULL;
+  to_pdev (e.logs[0].pd)->pw = NULL;
+  to_pdev (e.ssd.pd)->pw = NULL;
+  env_free (&e);
+  power_destroy (&pw);
+}
+
 static void
 test_mirror_heals (void **state)
 {
@@ -2651,6 +2706,75 @@ ring_thread (void *p)
   return NULL;
 }
 
+/* A ring of 12 slots in a 16 MiB region, write-back only at 90%
+ * dirty: one flushed block pins the head, then writes without FLUSH
+ * fill segments.  The slots run out long before the bytes do; the log
+ * must still count as full (log_usage) so that write-back frees them
+ * (found by review: every FLUSH waited for ever).
+ */
+struct pin_arg {
+  struct env *e;
+  int err;
+};
+
+static void *
+pin_thread (void *p)
+{
+  struct pin_arg *a = p;
+  unsigned char blk[BS];
+
+  pattern_fill (blk, 0, 0, SECTORS, 7);
+  a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, 0, false);
+  if (a->err == 0)
+    a->err = hhc_flush (a->e->vol, &a->e->be);
+  for (uint64_t i = 0; i < 2000 && a->err == 0; i++)
+    {
+      uint64_t l = 1 + i % 63;
+      if (i % 400 == 399)
+        a->err = hhc_flush (a->e->vol, &a->e->be);
+      pattern_fill (blk, l, 0, SECTORS, 1000 + i);
+      if (a->err == 0)
+        a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * BS, false);
+    }
+  if (a->err == 0)
+    a->err = hhc_flush (a->e->vol, &a->e->be);
+  return NULL;
+}
+
+static void
+test_ring_pinned_head (void **state)
+{
+  struct env e;
+  pthread_t th;
+  struct pin_arg arg = { 0 };
+  struct hhc_counts c;
+
+  env_init (&e, 1024, 1024, 1, LOG_REGION_OFF + 16384 * KiB);
+  e.conf.log_ring_slots = 12;
+  e.conf.dirty_low = 90;
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  arg.e = &e;
+  assert_int_equal (pthread_create (&th, NULL, pin_thread, &arg), 0);
+  if (!test_join (th, (SANITIZED ? 300 : 60) * 1000))
+    {
+      c = counts (&e);
+      fail_msg ("HANG: a pinned head and a ring of 12 slots (%llu segments, "
+                "%llu full waits, %llu written back, log %llu of %llu "
+                "bytes used)",
+                (unsigned long long)c.log_segments,
+                (unsigned long long)c.log_full_waits,
+                (unsigned long long)c.writeback_blocks,
+                (unsigned long long)c.log_used,
+                (unsigned long long)c.log_region);
+    }
+  assert_int_equal (arg.err, 0);
+  env_close (&e);
+  env_free (&e);
+}
+
 static void
 test_small_ring (void **state)
 {
@@ -2930,6 +3054,7 @@ main (void)
     cmocka_unit_test (test_mirrors_fail),
     cmocka_unit_test (test_wal_mirror_lost),
     cmocka_unit_test (test_mirror_heals),
+    cmocka_unit_test (test_last_mirror_kept),
     cmocka_unit_test (test_retire),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
@@ -2937,9 +3062,10 @@ main (void)
     cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_rebase_tight),
     cmocka_unit_test (test_random_crashes),
-    cmocka_unit_test (test_outage_flush), /* a hang leaves threads */
-    cmocka_unit_test (test_small_ring),   /* a hang leaves threads */
-    cmocka_unit_test (test_full_log),     /* last: a hang leaves threads */
+    cmocka_unit_test (test_outage_flush),     /* a hang leaves threads */
+    cmocka_unit_test (test_small_ring),       /* a hang leaves threads */
+    cmocka_unit_test (test_ring_pinned_head), /* a hang leaves threads */
+    cmocka_unit_test (test_full_log),         /* last: a hang leaves threads */
     cmocka_unit_test (test_close_full_log),
   };
   test_filter_from_env ();
