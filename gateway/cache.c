@@ -211,8 +211,8 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
 
 /* Write copy `copy` of the state page: u32 magic, u32 state, u64
  * sequence, 8 bytes of the cache UUID, u32 crc32c (of the page with
- * this field 0), u32 log link (enum cache_log_link; 0 in pages of
- * earlier builds).
+ * this field 0), u32 log link (enum cache_log_link), the paired log's
+ * UUID (16 bytes; both 0 in pages of earlier builds).
  */
 static int
 write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
@@ -227,6 +227,7 @@ write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
   put64 (pg + 8, seq);
   memcpy (pg + 16, c->uuid, 8);
   put32 (pg + 28, c->log_link);
+  memcpy (pg + 32, c->linked_log, 16);
   put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
   return dev_pwrite (c->dev, pg, CACHE_PAGE,
                      STATE_OFF + (uint64_t)copy * CACHE_PAGE);
@@ -238,6 +239,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
   uint32_t st[2] = { CACHE_IN_USE, CACHE_IN_USE };
   uint32_t link[2] = { CACHE_LOG_UNKNOWN, CACHE_LOG_UNKNOWN };
+  uint8_t linked[2][16] = { { 0 } };
   int r;
 
   if (pg == NULL)
@@ -261,11 +263,14 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
           link[i] = get32 (pg + 28);
           if (link[i] > CACHE_LOG_RETIRED)
             link[i] = CACHE_LOG_PAIRED; /* unknown: the safe side */
+          memcpy (linked[i], pg + 32, 16);
         }
     }
   /* No valid copy: in use, clean blocks untrusted (the safe side). */
   *state = c->state_seq[0] >= c->state_seq[1] ? st[0] : st[1];
-  c->log_link = c->state_seq[0] >= c->state_seq[1] ? link[0] : link[1];
+  int newer = c->state_seq[0] >= c->state_seq[1] ? 0 : 1;
+  c->log_link = link[newer];
+  memcpy (c->linked_log, linked[newer], 16);
   return 0;
 }
 

@@ -56,8 +56,10 @@ struct hhc_cache {
   uint64_t volume_size;
   uint32_t npages;
   uint64_t meta_off, data_off;
-  uint64_t state_seq[2]; /* state page copies (open/close only) */
-  uint32_t log_link;     /* enum cache_log_link: kept in the state page */
+  uint64_t state_seq[2];  /* state page copies (open/close only) */
+  uint32_t log_link;      /* enum cache_log_link: kept in the state page */
+  uint8_t linked_log[16]; /* the log it is paired with (state page; zero:
+                           * not recorded, as by earlier builds) */
 
   /* Metadata pages. */
   pthread_mutex_t *page_locks; /* page p: page_locks[p % npagelocks]; each

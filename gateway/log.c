@@ -8,6 +8,7 @@
  *   56  u64 region_size       64 u32 segment_size 68 u32 identity length
  *   72  u64 head offset (in the region)           80 u64 head seq
  *   88  u64 generation        96 identity (up to 2048 bytes)
+ *   4088 u32 mirrors of the run that wrote it (0: an earlier build)
  *   4092 u32 crc32c of bytes 0..4091
  *
  * Segment header (4 KiB multiple):
@@ -534,6 +535,7 @@ build_sb (struct hhc_log *log, unsigned char *sb)
   put64 (sb + 80, log->hint_seq);
   put64 (sb + 88, log->sb_gen);
   memcpy (sb + 96, log->identity, idl);
+  put32 (sb + 4088, log->nm);
   put32 (sb + 4092, crc32c (0, sb, 4092));
 }
 
@@ -1280,8 +1282,9 @@ fail:
   return r ? r : EINVAL;
 }
 
-/* Is the superblock sb (valid or void) of the log paired with cache
- * cache_uuid, or of the log log_uuid?
+/* Is the superblock sb (valid or void) of the log log_uuid, or, when
+ * that is zero (a cache of an earlier build does not record it), of a
+ * log paired with cache cache_uuid?
  */
 static bool
 sb_of_cache (const unsigned char *sb, const uint8_t cache_uuid[16],
@@ -1289,9 +1292,9 @@ sb_of_cache (const unsigned char *sb, const uint8_t cache_uuid[16],
 {
   static const uint8_t zero[16];
 
-  return memcmp (sb + 32, cache_uuid, 16) == 0
-         || (memcmp (log_uuid, zero, 16) != 0
-             && memcmp (sb + 16, log_uuid, 16) == 0);
+  if (memcmp (log_uuid, zero, 16) != 0)
+    return memcmp (sb + 16, log_uuid, 16) == 0;
+  return memcmp (sb + 32, cache_uuid, 16) == 0;
 }
 
 /* Check every mirror of a log to retire: each is blank, or valid or
@@ -1302,7 +1305,7 @@ static int
 check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
               const uint8_t log_uuid[16], unsigned char *sb)
 {
-  unsigned nvalid = 0, nvoid = 0;
+  unsigned nvalid = 0, nvoid = 0, recorded = 0;
 
   for (unsigned i = 0; i < log->nm; i++)
     {
@@ -1310,6 +1313,8 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
       int r = read_sb (log, m, sb);
       if (r == ENOENT)
         continue;
+      if (r == 0)
+        recorded = HHC_MAX (recorded, get32 (sb + 4088));
       if (r != 0 && r != ESTALE)
         return r;
       if (!sb_of_cache (sb, cache_uuid, log_uuid))
@@ -1328,6 +1333,15 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
           memcpy (log->cache_uuid, sb + 32, 16);
           nvalid++;
         }
+    }
+  if (recorded > log->nm)
+    {
+      /* A mirror left out would still be replayed. */
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s had %u mirrors when last written, %u given: give "
+               "every mirror of it as log=",
+               log->m[0].dev->name, recorded, log->nm);
+      return EINVAL;
     }
   if (nvalid + nvoid == 0)
     {

@@ -202,10 +202,11 @@ unsigned log_void_failed (struct hhc_log *log);
 unsigned log_void_stale (struct hhc_log *log);
 
 /* The cache is about to be used without its log (a mode other than
- * hhc): check that the log is the one paired with cache_uuid (or whose
- * UUID is log_uuid, unless zero) and, with void_it, void every mirror
- * of it.  0 also if it is void already; EINVAL (logged) if a mirror is
- * of another cache or all are blank.  Needs no log_open.
+ * hhc): check that the log is log_uuid (if zero: a log paired with
+ * cache_uuid), with every mirror it had, and with void_it void each of
+ * them.  0 also if it is void already; EINVAL (logged) if a mirror is
+ * of another log, a mirror is missing or all are blank.  Needs no
+ * log_open.
  */
 int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
                 const uint8_t log_uuid[16], bool void_it);

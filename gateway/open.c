@@ -252,52 +252,6 @@ open_log (struct hhc_volume *vol, bool cache_new)
   return EINVAL;
 }
 
-/* Format or read the superblock according to conf->format. */
-static int
-open_cache (struct hhc_volume *vol, bool *formatted)
-{
-  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
-  int r;
-
-  if (identity == NULL)
-    return ENOMEM;
-  *formatted = false;
-  if (vol->conf.format == HHC_FORMAT_FORCE)
-    goto format;
-  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
-  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
-    goto format;
-  if (r == ENOENT)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: not an HHC cache and format=never", vol->dev->name);
-      return EINVAL;
-    }
-  if (r)
-    return r;
-  if ((r = check_owner (vol, identity)) != 0)
-    return r;
-  return open_log (vol, false);
-
-format:
-  *formatted = true;
-  if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0)
-    {
-      /* A log next to a new cache is replayed, which only mode hhc
-       * does.
-       */
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: the cache is new, so log= would have to be replayed "
-               "first: start in mode hhc (mode=%s refused)",
-               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
-      return EINVAL;
-    }
-  if ((r = open_log (vol, true)) != 0)
-    return r;
-  vol->cache.log_link = vol->log ? CACHE_LOG_PAIRED : CACHE_LOG_UNKNOWN;
-  return format_cache (vol);
-}
-
 /* Can a replay of a log still write into the backend under this
  * cache (cache.h, enum cache_log_link)?
  */
@@ -323,6 +277,8 @@ check_retire_log (struct hhc_volume *vol)
   struct log_conf lc = log_conf_of (vol, c->block_size);
   int r;
 
+  if (vol->log_retired) /* by format=force, before the format */
+    return 0;
   if (vol->conf.nlogs == 0)
     {
       if (!cache_log_paired (c))
@@ -336,7 +292,7 @@ check_retire_log (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  r = log_retire (&lc, c->uuid, c->log_uuid, false);
+  r = log_retire (&lc, c->uuid, c->linked_log, false);
   vol->retire_pending = r == 0;
   return r;
 }
@@ -353,7 +309,7 @@ retire_log (struct hhc_volume *vol, void *bctx)
              "writing back dirty blocks before the log is voided: %s",
              strerror (r));
   if (r == 0)
-    r = log_retire (&lc, c->uuid, c->log_uuid, true);
+    r = log_retire (&lc, c->uuid, c->linked_log, true);
   if (r == 0)
     {
       c->log_link = CACHE_LOG_RETIRED;
@@ -361,6 +317,112 @@ retire_log (struct hhc_volume *vol, void *bctx)
     }
   vol->retire_pending = r != 0;
   return r;
+}
+
+/* Record in the state page (written by format_cache or
+ * settle_after_load) which log, if any, this run pairs the cache with.
+ */
+static void
+link_log (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  uint8_t lcache[16];
+
+  memset (c->linked_log, 0, 16);
+  if (vol->log == NULL)
+    {
+      c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
+      return;
+    }
+  c->log_link = CACHE_LOG_PAIRED;
+  log_uuids (vol->log, c->linked_log, lcache);
+}
+
+/* format=force in a mode other than hhc over a cache used in hhc: its
+ * log would still be replayed after the loss of the new cache, over
+ * what this mode writes back.  With log= naming it, it is voided first
+ * (*retired; the old cache's dirty blocks go, as format=force says);
+ * without, refused.  A superblock that cannot be read pairs nothing.
+ */
+static int
+retire_before_format (struct hhc_volume *vol, bool *retired)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  struct hhc_cache *c = &vol->cache;
+  enum cache_state state;
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  if (vol->conf.mode == HHC_MODE_HHC
+      || cache_read_super (c, identity, CACHE_IDENTITY_MAX + 1) != 0
+      || cache_read_state (c, &state) != 0 || !cache_log_paired (c))
+    return 0;
+  if (vol->conf.nlogs == 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: format=force over a cache used in mode hhc: its log "
+               "would still be replayed after the loss of the new cache, "
+               "over what mode %s writes back: give that log as log= (it "
+               "is then voided)",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  r = log_retire (&lc, c->uuid, c->linked_log, true);
+  *retired = vol->log_retired = r == 0;
+  return r;
+}
+
+/* Format or read the superblock according to conf->format. */
+static int
+open_cache (struct hhc_volume *vol, bool *formatted)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  bool retired = false;
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  *formatted = false;
+  if (vol->conf.format == HHC_FORMAT_FORCE)
+    goto format;
+  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
+  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
+    goto format;
+  if (r == ENOENT)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: not an HHC cache and format=never", vol->dev->name);
+      return EINVAL;
+    }
+  if (r)
+    return r;
+  if ((r = check_owner (vol, identity)) != 0)
+    return r;
+  return open_log (vol, false);
+
+format:
+  *formatted = true;
+  if (vol->conf.format == HHC_FORMAT_FORCE
+      && (r = retire_before_format (vol, &retired)) != 0)
+    return r;
+  if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0 && !retired)
+    {
+      /* A log next to a new cache is replayed, which only mode hhc
+       * does.
+       */
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the cache is new, so log= would have to be replayed "
+               "first: start in mode hhc (mode=%s refused)",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
+  memset (vol->cache.log_uuid, 0, 16); /* open_log sets it in hhc */
+  if ((r = open_log (vol, true)) != 0)
+    return r;
+  link_log (vol);
+  return format_cache (vol);
 }
 
 /* Free every clean slot (after an unclean stop in pt/wt). */
@@ -409,7 +471,7 @@ settle_after_load (struct hhc_volume *vol)
   if (vol->conf.mode != HHC_MODE_HHC && (r = check_retire_log (vol)) != 0)
     return r;
   if (vol->log)
-    vol->cache.log_link = CACHE_LOG_PAIRED;
+    link_log (vol);
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
     hhc_log (vol->conf.log, HHC_LOG_ERROR,
              "%s: the last run, with ssd-sync=checkpoint, did not stop "

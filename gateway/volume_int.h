@@ -99,7 +99,8 @@ struct hhc_volume {
    * (open.c retire_log).
    */
   bool retire_pending;
-  int run_state; /* enum cache_state this run writes (settle_after_load) */
+  bool log_retired; /* format=force voided the old cache's log */
+  int run_state;    /* enum cache_state this run writes (settle_after_load) */
   /* ssd-sync=checkpoint after the last mirror failed: the state page no
    * longer asks for a redo (hhc_flush, leave_wal).
    */

@@ -2144,6 +2144,68 @@ test_retire (void **state)
   env_free (&e);
 }
 
+/* What a retire refuses, and format=force (review of the first
+ * version): (a) one of two mirrors: the other would still be replayed;
+ * (b) a log this cache was paired with before a newer one replaced it;
+ * (c) format=force in wb over a cache used in hhc, without its log;
+ * with it, the log is voided, and a restart in hhc on a new cache
+ * after the loss of the SSD replays nothing over what wb wrote back.
+ */
+static void
+test_retire_checks (void **state)
+{
+  struct env e;
+
+  env_init (&e, 64, 128, 2, LOG_REGION_OFF + 512 * KiB);
+  e.conf.dirty_low = 90;
+  e.conf.dirty_high = 95;
+  e.conf.dirty_max = 99;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_flush (&e);
+  env_close (&e);
+  /* (a) */
+  e.conf.mode = HHC_MODE_WB;
+  e.conf.nlogs = 1;
+  assert_int_equal (env_try_open (&e), EINVAL);
+  /* (b): a new log (logs[2], blank) replaces both; logs[0] is stale */
+  e.conf.mode = HHC_MODE_HHC;
+  tdev_new (&e.logs[2], LOG_REGION_OFF + 512 * KiB, NULL, log_names[2]);
+  e.conf.log_devs[0] = e.logs[2].pd;
+  e.conf.nlogs = 1;
+  env_open (&e);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  e.conf.log_devs[0] = e.logs[0].pd;
+  e.conf.log_devs[1] = e.logs[1].pd;
+  e.conf.nlogs = 2;
+  assert_int_equal (env_try_open (&e), EINVAL);
+  /* (c) */
+  e.conf.format = HHC_FORMAT_FORCE;
+  e.conf.nlogs = 0;
+  assert_int_equal (env_try_open (&e), EINVAL);
+  e.conf.nlogs = 1;
+  e.conf.log_devs[0] = e.logs[2].pd;
+  env_open (&e);
+  env_write (&e, 3, 42, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.format = HHC_FORMAT_AUTO;
+  e.conf.nlogs = 0;
+  env_open (&e); /* no log needed any more */
+  assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+  env_close (&e);
+  assert_true (backend_has (&e, 3, 42));
+  env_new_ssd (&e);
+  e.conf.mode = HHC_MODE_HHC;
+  e.conf.nlogs = 1;
+  env_open (&e);
+  assert_true (backend_has (&e, 3, 42));
+  env_close (&e);
+  env_free (&e);
+}
+
 /* ---- group commit ---- */
 
 #define GC_THREADS 16
@@ -3056,6 +3118,7 @@ main (void)
     cmocka_unit_test (test_mirror_heals),
     cmocka_unit_test (test_last_mirror_kept),
     cmocka_unit_test (test_retire),
+    cmocka_unit_test (test_retire_checks),
     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_group_commit),
     cmocka_unit_test (test_slot_reuse),
