@@ -3,13 +3,17 @@
 # of the gateway under the verifying load, in every mode (hhc also with
 # ssd-sync=checkpoint), and the loss of the SSD in pt, wt, wbflush and
 # hhc (replayed from the HDD log),
-# and in hhc with two mirrors the loss or corruption of one of them:
+# and in hhc with two mirrors the loss or corruption of one of them,
+# and in pt, wt, wb, wbflush and hhc a backend whose flush fails (and
+# drops what it had not flushed) at random moments under the load:
 # no flushed write lost, no block corrupt.  Then the campaign must see
 # a loss where there is one: wb does not survive the loss of its SSD.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
 requires nbdkit
+# Debian's nbdkit-plugin-python, for tests/dropflush.py (flushfail).
+nbdkit python --dump-plugin >/dev/null 2>&1 || requires nbdkit-plugin-python
 hhc=$(filter)
 make_tmpdir
 verify=$abs_top_builddir/tests/verify/hhc-verify
@@ -29,6 +33,21 @@ CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS="mirror ssdmirror corrupt allmirrors" \
   "$campaign" 4 800 hhc >"$tmp/mirrors.out" 2>&1 ||
   { cat "$tmp/mirrors.out"; fail "the log-fault campaign failed"; }
 tail -1 "$tmp/mirrors.out"
+
+# The backend's flush fails at random moments: every FLUSH that
+# succeeded must hold after kill -9, and some FLUSH must have failed
+# (or the fault never fired).
+CAMPAIGN_FAULTS=flushfail "$campaign" 2 800 pt wt wb wbflush hhc \
+  >"$tmp/flushfail.out" 2>&1 ||
+  { cat "$tmp/flushfail.out"; fail "the flush-failure campaign failed"; }
+tail -1 "$tmp/flushfail.out"
+grep -q '^crash: 10 rounds passed, 0 lost or corrupt blocks' \
+  "$tmp/flushfail.out" ||
+  fail "unexpected flush-failure campaign summary:" \
+       "$(tail -1 "$tmp/flushfail.out")"
+grep -Eq ', [0-9]+ failed writes, [1-9][0-9]* failed flushes;' \
+  "$tmp/flushfail.out" ||
+  { cat "$tmp/flushfail.out"; fail "no FLUSH failed: the flushfail fault never fired"; }
 
 st=0
 CAMPAIGN_FAULTS=ssd "$campaign" 1 800 wb >"$tmp/negative.out" 2>&1 || st=$?

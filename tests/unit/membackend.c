@@ -54,7 +54,10 @@ struct membackend {
   uint64_t counts[MB_NCOUNTERS];
   struct fault faults[3]; /* indexed by enum mb_op */
   struct hook hooks[3];
+  membackend_done_hook flush_done; /* see membackend_set_flush_done_hook */
+  void *flush_done_opaque;
   unsigned write_delay_us;
+  bool drop_on_flush_error; /* a failed flush forgets unflushed bytes */
   struct mb_extent *log;
   size_t nlog, caplog;
 };
@@ -231,6 +234,24 @@ membackend_set_write_delay (struct membackend *mb, unsigned us)
 }
 
 void
+membackend_set_drop_on_flush_error (struct membackend *mb, bool on)
+{
+  pthread_mutex_lock (&mb->lock);
+  mb->drop_on_flush_error = on;
+  pthread_mutex_unlock (&mb->lock);
+}
+
+void
+membackend_set_flush_done_hook (struct membackend *mb, membackend_done_hook fn,
+                                void *opaque)
+{
+  pthread_mutex_lock (&mb->lock);
+  mb->flush_done = fn;
+  mb->flush_done_opaque = opaque;
+  pthread_mutex_unlock (&mb->lock);
+}
+
+void
 membackend_set_hook (struct membackend *mb, enum mb_op op, membackend_hook fn,
                      void *opaque)
 {
@@ -374,31 +395,52 @@ mb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
   return r;
 }
 
+/* Settle the units written since the last flush: make them durable
+ * (keep), or drop them, back to their durable bytes (lock held).
+ */
+static void
+settle_unflushed (struct membackend *mb, bool keep)
+{
+  for (uint64_t w = 0; w < (mb->size / MB_UNIT + 64) / 64; w++)
+    while (mb->unflushed[w])
+      {
+        uint64_t u = w * 64 + __builtin_ctzll (mb->unflushed[w]);
+        uint64_t o = u * MB_UNIT;
+        uint64_t n = mb->size - o < MB_UNIT ? mb->size - o : MB_UNIT;
+        if (keep)
+          memcpy (mb->durable + o, mb->data + o, n);
+        else
+          memcpy (mb->data + o, mb->durable + o, n);
+        mb->unflushed[w] &= mb->unflushed[w] - 1;
+      }
+}
+
 static int
 mb_flush (void *ctx)
 {
   struct membackend *mb = ctx;
+  membackend_done_hook done;
+  void *done_opaque;
   int r = 0;
 
   run_hook (mb, MB_OP_FLUSH, 0, 0);
   pthread_mutex_lock (&mb->lock);
   if (inject (mb, MB_OP_FLUSH))
-    r = EIO;
+    {
+      r = EIO;
+      if (mb->drop_on_flush_error)
+        settle_unflushed (mb, false);
+    }
   else
     {
-      /* Copy the units written since the last flush. */
-      for (uint64_t w = 0; w < (mb->size / MB_UNIT + 64) / 64; w++)
-        while (mb->unflushed[w])
-          {
-            uint64_t u = w * 64 + __builtin_ctzll (mb->unflushed[w]);
-            uint64_t o = u * MB_UNIT;
-            uint64_t n = mb->size - o < MB_UNIT ? mb->size - o : MB_UNIT;
-            memcpy (mb->durable + o, mb->data + o, n);
-            mb->unflushed[w] &= mb->unflushed[w] - 1;
-          }
+      settle_unflushed (mb, true);
       bump (mb, MB_FLUSHES);
     }
+  done = mb->flush_done;
+  done_opaque = mb->flush_done_opaque;
   pthread_mutex_unlock (&mb->lock);
+  if (done)
+    done (done_opaque, r);
   return r;
 }
 

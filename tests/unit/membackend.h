@@ -4,8 +4,9 @@
  * (the ctx of every call is the struct membackend *).  It keeps the
  * current bytes and a "durable" copy that a flush (or a FUA write)
  * updates, counts every call, can fail reads, writes and flushes on
- * demand, can slow writes down and calls hooks at the start of a read,
- * write or flush so that a test can act in the middle of one.
+ * demand (a failed flush may drop the unflushed bytes, as Linux does),
+ * can slow writes down and calls hooks at the start of a read, write
+ * or flush so that a test can act in the middle of one.
  *
  * hookdev: a cache device that forwards to another device (usually a
  * crash device) and lets a test see or veto each write and sync.
@@ -81,6 +82,12 @@ void membackend_fail_next (struct membackend *mb, enum mb_op op, unsigned n);
 void membackend_fail_all (struct membackend *mb, enum mb_op op, bool on);
 /* Sleep this many microseconds in every write (latency, not sync). */
 void membackend_set_write_delay (struct membackend *mb, unsigned us);
+/* While on, a flush that fails by injection drops every byte written
+ * since the last successful flush (the current bytes become the
+ * durable ones), as Linux drops dirty pages whose write-back failed:
+ * the next flush then succeeds with nothing to write.
+ */
+void membackend_set_drop_on_flush_error (struct membackend *mb, bool on);
 
 /* Called at the start of a call, before faults and delay, with no
  * backend lock held (it may block, or call into the volume).
@@ -89,6 +96,13 @@ void membackend_set_write_delay (struct membackend *mb, unsigned us);
 typedef void (*membackend_hook) (void *opaque, uint64_t offset, uint32_t count);
 void membackend_set_hook (struct membackend *mb, enum mb_op op,
                           membackend_hook fn, void *opaque);
+/* Called at the end of every flush, with its result (0 or an errno),
+ * after a failed one has dropped what it drops, with no backend lock
+ * held (it may block): the caller has not seen the result yet.
+ */
+typedef void (*membackend_done_hook) (void *opaque, int result);
+void membackend_set_flush_done_hook (struct membackend *mb,
+                                     membackend_done_hook fn, void *opaque);
 
 /* Successful writes in order (offset, length). */
 struct mb_extent {

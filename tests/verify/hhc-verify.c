@@ -9,20 +9,27 @@
  * derived from them and closed by a crc32c.  Writer w owns the LBAs
  * with lba % WRITERS == w, so each LBA has one writer and its writes
  * have one order.  Every FLUSH_EVERY writes a writer sends an NBD FLUSH;
- * every FUA_EVERY-th write carries FUA.  The run ends after OPS writes
- * per writer, after SECONDS, or when the server goes away (the crash
- * the campaign caused: with --expect-crash that is no error).  Then
- * JOURNAL records, per writer, every write issued (LBA, sequence
- * number, whether it completed and with FUA) and the last sequence
- * number covered by a completed flush.  With --state STATE the blocks
+ * every FUA_EVERY-th write carries FUA; with --zero-every N every N-th
+ * write is an NBD WRITE_ZEROES of the block instead (its content: all
+ * zeros).  The run ends after OPS writes per writer, after SECONDS, or
+ * when the server goes away (the crash the campaign caused: with
+ * --expect-crash that is no error).  A request that fails while the
+ * connection stays up ends the run too, unless --tolerate-errors: then
+ * a failed write counts as not completed, a failed FLUSH covers
+ * nothing (it is no acknowledgement: the writes before it are not
+ * promised by it), and the writer goes on.  Then JOURNAL records, per
+ * writer, every write issued (LBA, sequence number, whether it
+ * completed and with FUA; zeros as 'z' lines) and the last sequence
+ * number covered by a successful flush.  With --state STATE the blocks
  * a previous check accepted are the base line.
  *
  * check: reads every block of the journal's region and checks it:
- *   - a write that completed before a completed FLUSH of its writer,
+ *   - a write that completed before a successful FLUSH of its writer,
  *     or completed with FUA, must be there, or a later write of the
  *     same LBA (completed or not: a write in flight may land);
  *   - without such a write, the block holds the base line (zeros, or
  *     the state's block) or any write of this run to that LBA;
+ *   - a zeros write is there when the block reads as zeros;
  *   - a block must never hold content that was not written to its LBA,
  *     nor fail its checksum.
  * It prints one line per bad block (at most 20) and a summary, sends a
@@ -58,7 +65,7 @@
 struct wr {
   uint64_t lba;
   uint64_t seq;
-  bool done, fua;
+  bool done, fua, zero;
 };
 
 struct writer {
@@ -67,7 +74,8 @@ struct writer {
   struct wr *w;
   size_t n, cap;
   uint64_t flushed_seq; /* writes with seq <= this are flushed (0: none) */
-  bool gone;            /* the server went away */
+  bool gone;            /* the server went away (or an error ended it) */
+  uint64_t failed_writes, failed_flushes; /* --tolerate-errors */
   char err[256];
 };
 
@@ -86,6 +94,8 @@ static uint64_t ops = 1000;
 static unsigned seconds = 0;
 static unsigned flush_every = 16;
 static unsigned fua_every = 0;
+static unsigned zero_every = 0;
+static bool tolerate_errors;
 static uint64_t seed = 1;
 static uint64_t run;
 static bool expect_crash;
@@ -182,6 +192,24 @@ connect_or_die (void)
   return h;
 }
 
+/* A request of writer w failed: true to go on (--tolerate-errors, and
+ * the server answered with an error), false to end the run (the server
+ * went away, or errors are not tolerated), with w->err set.
+ */
+static bool
+request_failed (struct nbd_handle *h, struct writer *w, uint64_t *count,
+                const char *what)
+{
+  if (tolerate_errors && !nbd_aio_is_dead (h) && !nbd_aio_is_closed (h))
+    {
+      (*count)++;
+      return true;
+    }
+  snprintf (w->err, sizeof w->err, "%s: %s", what, nbd_get_error ());
+  w->gone = true;
+  return false;
+}
+
 static void *
 writer_thread (void *p)
 {
@@ -217,6 +245,7 @@ writer_thread (void *p)
       uint64_t lba = (rng % per) * nwriters + w->id;
       uint64_t seq = w->n + 1;
       bool fua = fua_every && seq % fua_every == 0;
+      bool zero = zero_every && seq % zero_every == 0;
       if (w->n == w->cap)
         {
           w->cap = w->cap ? 2 * w->cap : 1024;
@@ -224,12 +253,16 @@ writer_thread (void *p)
           if (w->w == NULL)
             abort ();
         }
-      w->w[w->n++] = (struct wr){ .lba = lba, .seq = seq, .fua = fua };
+      w->w[w->n++]
+          = (struct wr){ .lba = lba, .seq = seq, .fua = fua, .zero = zero };
       make_block (b, lba, w->id, seq, run);
-      if (nbd_pwrite (h, b, bs, lba * bs, fua ? LIBNBD_CMD_FLAG_FUA : 0) == -1)
+      uint32_t flags = fua ? LIBNBD_CMD_FLAG_FUA : 0;
+      int rc = zero ? nbd_zero (h, bs, lba * bs, flags)
+                    : nbd_pwrite (h, b, bs, lba * bs, flags);
+      if (rc == -1)
         {
-          snprintf (w->err, sizeof w->err, "write: %s", nbd_get_error ());
-          w->gone = true;
+          if (request_failed (h, w, &w->failed_writes, "write"))
+            continue;
           break;
         }
       w->w[w->n - 1].done = true;
@@ -238,8 +271,8 @@ writer_thread (void *p)
           since_flush = 0;
           if (nbd_flush (h, 0) == -1)
             {
-              snprintf (w->err, sizeof w->err, "flush: %s", nbd_get_error ());
-              w->gone = true;
+              if (request_failed (h, w, &w->failed_flushes, "flush"))
+                continue;
               break;
             }
           w->flushed_seq = seq;
@@ -332,8 +365,9 @@ do_write (const char *journal, const char *state)
       struct writer *w = &writers[i];
       fprintf (f, "f %u %" PRIu64 "\n", i, w->flushed_seq);
       for (size_t k = 0; k < w->n; k++)
-        fprintf (f, "w %u %" PRIu64 " %" PRIu64 " %d %d\n", i, w->w[k].lba,
-                 w->w[k].seq, w->w[k].done, w->w[k].fua);
+        fprintf (f, "%c %u %" PRIu64 " %" PRIu64 " %d %d\n",
+                 w->w[k].zero ? 'z' : 'w', i, w->w[k].lba, w->w[k].seq,
+                 w->w[k].done, w->w[k].fua);
       if (w->gone)
         {
           gone++;
@@ -345,12 +379,19 @@ do_write (const char *journal, const char *state)
       perror (journal);
       return 2;
     }
-  uint64_t total = 0;
+  uint64_t total = 0, fw = 0, ff = 0;
   for (unsigned i = 0; i < nwriters; i++)
-    total += writers[i].n;
+    {
+      total += writers[i].n;
+      fw += writers[i].failed_writes;
+      ff += writers[i].failed_flushes;
+    }
   printf ("hhc-verify: %" PRIu64 " writes by %u writers over %" PRIu64
-          " blocks of %" PRIu32 "; server gone: %s\n",
+          " blocks of %" PRIu32 "; server gone: %s",
           total, nwriters, nblocks, bs, gone ? "yes" : "no");
+  if (tolerate_errors)
+    printf ("; %" PRIu64 " failed writes, %" PRIu64 " failed flushes", fw, ff);
+  printf ("\n");
   for (unsigned i = 0; i < nwriters; i++)
     free (writers[i].w);
   free (writers);
@@ -364,8 +405,9 @@ do_write (const char *journal, const char *state)
 struct lbainfo {
   uint64_t required; /* seq of the newest durable write, 0: none */
   uint64_t maxseq;   /* newest write issued */
-  uint64_t *seqs;    /* all writes issued, in order */
+  uint64_t *seqs;    /* all data writes issued, in order */
   size_t nseqs;
+  uint64_t maxzero; /* newest zeros write issued, 0: none */
 };
 
 static int
@@ -424,6 +466,7 @@ do_check (const char *journal, const char *state_out)
           flushed[w] = seq;
           break;
         case 'w':
+        case 'z':
           if (fscanf (f, "%u %" SCNu64 " %" SCNu64 " %d %d", &w, &lba, &seq,
                       &done, &fua)
                   != 5
@@ -431,10 +474,16 @@ do_check (const char *journal, const char *state_out)
             goto bad;
           {
             struct lbainfo *in = &info[lba];
-            in->seqs = realloc (in->seqs, (in->nseqs + 1) * sizeof *in->seqs);
-            if (in->seqs == NULL)
-              abort ();
-            in->seqs[in->nseqs++] = seq;
+            if (kind == 'z')
+              in->maxzero = seq;
+            else
+              {
+                in->seqs
+                    = realloc (in->seqs, (in->nseqs + 1) * sizeof *in->seqs);
+                if (in->seqs == NULL)
+                  abort ();
+                in->seqs[in->nseqs++] = seq;
+              }
             in->maxseq = seq;
             if (done && (fua || seq <= flushed[w]))
               in->required = seq;
@@ -477,7 +526,10 @@ do_check (const char *journal, const char *state_out)
       is_zero = b[0] == 0 && memcmp (b, b + 1, bs - 1) == 0;
       if (is_zero)
         {
-          if (in->required)
+          /* A zeros write of this run, as new as what must be there. */
+          if (in->maxzero && in->maxzero >= in->required)
+            zero++;
+          else if (in->required)
             why = "lost: zeros where a flushed write must be";
           else if (bases[lba].set)
             why = "lost: zeros where the base line had data";
@@ -568,8 +620,8 @@ usage (void)
   fprintf (stderr,
            "usage: hhc-verify write URI JOURNAL [--writers N] [--bs BYTES]\n"
            "         [--blocks N] [--ops N] [--seconds S] [--flush-every N]\n"
-           "         [--fua-every N] [--seed N] [--state STATE] "
-           "[--expect-crash]\n"
+           "         [--fua-every N] [--zero-every N] [--seed N]\n"
+           "         [--state STATE] [--expect-crash] [--tolerate-errors]\n"
            "         [--ready FILE]\n"
            "       hhc-verify check URI JOURNAL [--state-out STATE]\n");
   exit (2);
@@ -586,6 +638,8 @@ main (int argc, char *argv[])
     { "seconds", 1, NULL, 's' },
     { "flush-every", 1, NULL, 'f' },
     { "fua-every", 1, NULL, 'F' },
+    { "zero-every", 1, NULL, 'z' },
+    { "tolerate-errors", 0, NULL, 'E' },
     { "seed", 1, NULL, 'S' },
     { "state", 1, NULL, 't' },
     { "state-out", 1, NULL, 'T' },
@@ -619,6 +673,12 @@ main (int argc, char *argv[])
         break;
       case 'F':
         fua_every = strtoul (optarg, NULL, 0);
+        break;
+      case 'z':
+        zero_every = strtoul (optarg, NULL, 0);
+        break;
+      case 'E':
+        tolerate_errors = true;
         break;
       case 'S':
         seed = strtoull (optarg, NULL, 0);
