@@ -14,7 +14,10 @@
  * ticket.  A FLUSH whose own backend flush succeeded still waits for
  * every flush that began before its own ended (bflush_settle): one of
  * them may fail having dropped a passdown that this FLUSH covers, and
- * its failure is counted only when it returns.
+ * its failure is counted only when it returns.  Write-back waits the
+ * same way, and cleans nothing if any backend flush failed since it
+ * began writing (bf_failures): that failure may have dropped its
+ * writes, which its own flush then found no more of.
  *
  *   bf_next       tickets given out
  *   bf_done_below every ticket below this one has ended
@@ -77,7 +80,10 @@ void
 bflush_end (struct hhc_volume *vol, uint64_t ticket, int err, uint64_t flushed)
 {
   if (err)
-    note_failure (vol, err, flushed);
+    {
+      __atomic_add_fetch (&vol->bf_failures, 1, __ATOMIC_ACQ_REL);
+      note_failure (vol, err, flushed);
+    }
   HHC_SCOPED_LOCK (&vol->bf_lock);
   vol->bf_done[ticket % BF_WINDOW] = true;
   while (vol->bf_done_below < vol->bf_next
@@ -86,15 +92,27 @@ bflush_end (struct hhc_volume *vol, uint64_t ticket, int err, uint64_t flushed)
   pthread_cond_broadcast (&vol->bf_cond);
 }
 
-int
-bflush_settle (struct hhc_volume *vol)
+void
+bflush_wait (struct hhc_volume *vol)
 {
   HHC_SCOPED_LOCK (&vol->bf_lock);
   uint64_t upto = vol->bf_next;
 
   while (vol->bf_done_below < upto)
     pthread_cond_wait (&vol->bf_cond, &vol->bf_lock);
+}
+
+int
+bflush_settle (struct hhc_volume *vol)
+{
+  bflush_wait (vol);
   return __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE) ? EIO : 0;
+}
+
+uint64_t
+bflush_failures (struct hhc_volume *vol)
+{
+  return __atomic_load_n (&vol->bf_failures, __ATOMIC_ACQUIRE);
 }
 
 void

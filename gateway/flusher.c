@@ -285,12 +285,24 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
       goto out;
     }
   make_extents (&b);
+  /* Another backend flush that fails after these writes may drop
+   * them, and then this flush succeeds with nothing left to write: the
+   * blocks are clean only if none failed meanwhile (bflush.c; the spin
+   * model's flaw 10).
+   */
+  uint64_t nfail = bflush_failures (vol);
   write_extents (&b, nthreads);
   uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE), ff;
   uint64_t ft = bflush_begin (vol, &ff);
   fseq = vol_passdown_seq (vol); /* after fw: covers all it counts */
   ferr = vol->ops->flush (bctx);
   bflush_end (vol, ft, ferr, ff);
+  if (ferr == 0)
+    {
+      bflush_wait (vol);
+      if (bflush_failures (vol) != nfail)
+        ferr = EIO;
+    }
   if (ferr == 0 && vol->info.multi_conn)
     {
       vol_backend_flushed (vol, fseq);

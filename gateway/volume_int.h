@@ -61,6 +61,7 @@ struct hhc_volume {
   pthread_mutex_t bf_lock;
   pthread_cond_t bf_cond;
   uint64_t bf_next, bf_done_below;
+  uint64_t bf_failures; /* atomic: backend flushes that failed */
   bool bf_done[BF_WINDOW];
   /* Trim, zero and pass-through writes change the backend under the
    * cache ("passdowns").  Each one is recorded in a ring with the block
@@ -134,10 +135,12 @@ uint64_t bflush_begin (struct hhc_volume *vol, uint64_t *flushed);
  */
 void bflush_end (struct hhc_volume *vol, uint64_t ticket, int err,
                  uint64_t flushed);
-/* Wait until every backend flush begun so far has ended; EIO if
- * be_failed is set then.
- */
+/* Wait until every backend flush begun so far has ended. */
+void bflush_wait (struct hhc_volume *vol);
+/* bflush_wait, then EIO if be_failed is set. */
 int bflush_settle (struct hhc_volume *vol);
+/* How many backend flushes have failed so far. */
+uint64_t bflush_failures (struct hhc_volume *vol);
 /* A backend flush that began when be_written was w succeeded and
  * covers every connection (multi-conn): raise be_flushed to w.
  */

@@ -42,6 +42,23 @@
  * WAL_DROP (the redo drops revoked blocks, the flusher does not
  * commit), WAL_ANYCKPT, WAL_CKPT_CONCURRENT, WAL_LOSTWINDOW and
  * WAL_FAIL_IN_REDO vary it (README.md).
+ *
+ * -DHEAL (issue 27, fix 8): a failed mirror keeps on disk the chain it
+ * had (stale once FLUSHes fall back to write-back) and may work again
+ * while the gateway runs; it is voided (reads as blank) as soon as a
+ * write to it succeeds; a crash that loses the SSD replays a healthy
+ * mirror or, if none is, one that works again and is not voided.  A
+ * run without a crash ends with a close, after which the SSD may be
+ * lost.  FLAW_NO_VOID, MUT_VOID_AT_CLOSE and MUT_VOID_AT_FLUSH break
+ * the rule; HEAL_LATE lets a mirror work again after the crash (the gap
+ * that remains).
+ *
+ * -DBFAIL (issue 27, fixes 9 and 10): a backend flush may fail
+ * (MAXBFAIL times), and the backend then drops the writes it had not
+ * made durable; a failure while a passdown (trim) may be unflushed
+ * makes every later FLUSH fail (sticky); a write-back stays dirty if
+ * any backend flush failed since its write.  FLAW_BFLUSH_RETRY,
+ * MUT_FLUSHER_FAIL_SILENT and FLAW_WB_OTHER_FAIL break them.
  */
 
 #define NLBA 2
@@ -131,6 +148,26 @@ Rec disk[NMIR * NPOS];
 #define D(m, p) disk[(m) * NPOS + (p)]
 bool mfail[NMIR];     /* mirror marked failed */
 byte nfailed;
+#ifdef HEAL
+/* Fix 8 (issue 27): what a mirror marked failed is on disk (C: struct
+ * mirror failed, want_void, voided).  Without HEAL a failed mirror is
+ * cleared at once: voided, as it were, at the moment it fails.
+ *
+ *   mst       device        its records            replay after SSD loss
+ *   M_OK      works         written, synced        read
+ *   M_FAILED  fails all I/O frozen as it failed    not read (HEAL_LATE: read)
+ *   M_HEALED  works again   frozen, stale          read (stale!)
+ *   M_VOID    works         void superblock        blank: nothing
+ *
+ * Marked failed, a mirror is never written again in this run (not
+ * re-admitted); only the void superblock goes to it.
+ */
+#define M_OK 0
+#define M_FAILED 1
+#define M_HEALED 2
+#define M_VOID 3
+byte mst[NMIR];
+#endif
 byte hintpos[NMIR];   /* superblock head hint: position and seq */
 byte hintseq[NMIR];
 
@@ -233,6 +270,20 @@ bool up;              /* false once the model is over */
 bool maycrash;        /* this run may crash (else: deadlock check) */
 bool crashing;        /* crashed, what the disks kept is next */
 bool nolog;           /* every mirror failed, and no FLUSH wrote back since */
+
+#ifdef BFAIL
+/* Fixes 9 and 10 (issue 27): the backend's flush may fail; then every
+ * write it had not made durable is kept or dropped (Linux drops the
+ * dirty pages whose write-back failed: a later flush succeeds without
+ * them).
+ */
+#ifndef MAXBFAIL
+#define MAXBFAIL 1      /* failed backend flushes, all runs together */
+#endif
+byte bfails;          /* backend flushes failed so far */
+bool befail;          /* C: vol->be_failed: every FLUSH fails (sticky) */
+bool flfail;          /* a backend flush failed since the flusher's write */
+#endif
 
 #ifdef WAL
 /* The write-ahead log (C: log.c checkpoint_locked, persist_head; open.c
@@ -354,12 +405,67 @@ inline bwrite(x, v) {
 
 inline bflush() {
   for (k_ : 0 .. NLBA - 1) {
+#ifdef BFAIL
+    /* (a write a failed flush dropped is no longer pending) */
+    if
+    :: bpend[k_] != 0 -> bdur[k_] = bcur[k_]
+    :: else
+    fi;
+#else
     bdur[k_] = bcur[k_];
+#endif
     bpend[k_] = 0
   }
   k_ = 0;
   trimunfl = false
 }
+
+#ifdef BFAIL
+#define BFAIL_OK (bfails < MAXBFAIL)
+/* A backend flush fails (C: ops->flush returns an error): of each
+ * block's writes since the last flush, nothing or any one reached the
+ * disk; the others are dropped for good (the page cache may still
+ * serve bcur until a crash, but the pages are no longer dirty, so no
+ * later flush writes them).  A trim since the last successful flush
+ * (trimunfl, C: be_written > be_flushed) may be among them: every
+ * later FLUSH fails (C: vol_backend_flush_failed sets be_failed).
+ * counted is 0 for the flusher's own flush in MUT_FLUSHER_FAIL_SILENT;
+ * FLAW_BFLUSH_RETRY: no failure counts (C before issue 27: the flush
+ * was retried, the retry succeeded).
+ */
+inline bflush_failed(counted) {
+  printf("MSC: backend flush fails (a trim unflushed: %d)\n", trimunfl);
+  bfails++;
+  for (k_ : 0 .. NLBA - 1) {
+    for (t_ : 0 .. TZ) {
+      if
+      :: (bpend[k_] >> t_) & 1 ->
+         if
+         :: bdur[k_] = t_
+         :: skip
+         fi
+      :: else
+      fi
+    }
+    t_ = 0;
+    bpend[k_] = 0
+  }
+  k_ = 0;
+  /* Fix 10: the flusher's write-back may be among the dropped writes */
+  if
+  :: flst == 1 -> flfail = true
+  :: else
+  fi;
+#ifndef FLAW_BFLUSH_RETRY
+  if
+  :: counted && trimunfl -> befail = true
+  :: else
+  fi
+#else
+  skip
+#endif
+}
+#endif
 
 /* C: cache_commit: sync slot data, then metadata. */
 inline commit() {
@@ -381,6 +487,62 @@ inline clearbuf(b) {
   buf[b].rvu = 0;
   buf[b].st = B_FREE
 }
+
+inline clearrec(m, p) {
+  D(m, p).wid = 0;
+  D(m, p).prev = 0;
+  D(m, p).seq = 0;
+  D(m, p).bar = 0;
+  D(m, p).wrap = 0;
+  D(m, p).dur = 0;
+  D(m, p).base = 0;
+  D(m, p).ent[0] = 0;
+  D(m, p).ent[1] = 0;
+  D(m, p).rev = 0
+}
+
+#ifdef HEAL
+/* Fix 8: which attempts void a failed mirror that works again (C:
+ * void_failed).  VOID_BG: the one when it is marked failed and the
+ * writer's, about once a second (log_void_failed from writer_thread);
+ * VOID_FLUSH: a FLUSH that falls back to write-back (hhc_flush);
+ * VOID_CLOSE: log_stop.
+ */
+#if !defined(FLAW_NO_VOID) && !defined(MUT_VOID_AT_CLOSE) && !defined(MUT_VOID_AT_FLUSH)
+#define VOID_BG
+#endif
+#if !defined(FLAW_NO_VOID) && !defined(MUT_VOID_AT_CLOSE)
+#define VOID_FLUSH
+#endif
+#ifndef FLAW_NO_VOID
+#define VOID_CLOSE
+#endif
+
+/* C: void_dev: both superblock copies void, synced: the mirror reads
+ * as blank (log_open, read_sb: ESTALE).
+ */
+inline voidmirror(m) {
+  printf("MSC: mirror %d voided\n", m);
+  for (k_ : 0 .. NPOS - 1) {
+    clearrec(m, k_)
+  }
+  k_ = 0;
+  hintpos[m] = 0;
+  hintseq[m] = 0;
+  mst[m] = M_VOID
+}
+
+/* Void every failed mirror that works again (loop variable i). */
+inline void_healed(i) {
+  for (i : 0 .. NMIR - 1) {
+    if
+    :: mst[i] == M_HEALED -> voidmirror(i)
+    :: else
+    fi
+  }
+  i = 0
+}
+#endif
 
 /* A free buffer, if there is one, becomes the current one. */
 inline alloc() {
@@ -635,13 +797,45 @@ inline wbflush() {
     if
     :: cst[t_] == S_DIRTY ->
        bwrite(t_, cdat[t_]);
+#ifndef BFAIL
+       cst[t_] = S_CLEAN;
+       log_revoke(t_)
+#else
+       skip
+#endif
+    :: else
+    fi
+  }
+  t_ = 0;
+#ifdef BFAIL
+  /* C: vol_writeback_all: a batch whose backend flush fails leaves its
+   * blocks dirty, and the next batch writes them again.
+   */
+  if
+  :: BFAIL_OK ->
+     bflush_failed(1);
+     for (t_ : 0 .. NLBA - 1) {
+       if
+       :: cst[t_] == S_DIRTY -> bwrite(t_, cdat[t_])
+       :: else
+       fi
+     }
+     t_ = 0
+  :: else
+  fi;
+  bflush();
+  for (t_ : 0 .. NLBA - 1) {
+    if
+    :: cst[t_] == S_DIRTY ->
        cst[t_] = S_CLEAN;
        log_revoke(t_)
     :: else
     fi
   }
-  t_ = 0;
+  t_ = 0
+#else
   bflush()
+#endif
 }
 
 /* C: log_barrier (for a FLUSH, cl = 1, stage variables st, x, tgt,
@@ -719,19 +913,10 @@ inline barrier_progress(st, x, tgt, rv, cl) {
 #define BARRIER_FIRST C_RELOG
 #endif
 
-/* C: hhc_flush (mode hhc) is issued: it covers what completed before
- * (cls0, cls1); the backend is flushed if trims went to it; then
- * cache_commit; then log_barrier (or, with no healthy log mirror,
- * wbflush at the end).
+/* The FLUSH goes on after its backend flush: cache_commit, then
+ * log_barrier (or, with no healthy log mirror, wbflush at the end).
  */
-inline flush_issue(c) {
-  printf("MSC: FLUSH issued by %d, covers %d %d\n", c, done[0], done[1]);
-  cls0[c] = done[0];
-  cls1[c] = done[1];
-  if
-  :: trimunfl -> bflush()
-  :: else
-  fi;
+inline flush_go(c) {
 #ifndef WAL
   commit();
 #endif
@@ -746,9 +931,71 @@ inline flush_issue(c) {
   fi
 }
 
+#ifdef BFAIL
+/* The FLUSH returns an error: it covers nothing. */
+inline flush_fail(c) {
+  printf("MSC: FLUSH by %d fails (a backend flush failed)\n", c);
+  cls0[c] = 0;
+  cls1[c] = 0;
+  cltgt[c] = 0;
+  clrev[c] = 0;
+  clx[c] = 0;
+  clst[c] = C_IDLE
+}
+#endif
+
+/* C: hhc_flush (mode hhc) is issued: it covers what completed before
+ * (cls0, cls1); the backend is flushed if trims went to it; then
+ * cache_commit; then log_barrier (or, with no healthy log mirror,
+ * wbflush at the end).
+ */
+inline flush_issue(c) {
+  printf("MSC: FLUSH issued by %d, covers %d %d\n", c, done[0], done[1]);
+  cls0[c] = done[0];
+  cls1[c] = done[1];
+#ifdef BFAIL
+  /* C: hhc_flush returns EIO at once once a backend flush failed with
+   * a passdown unflushed, and when its own backend flush fails
+   */
+  if
+  :: !befail && trimunfl && BFAIL_OK ->
+     bflush_failed(1)
+#ifdef FLAW_BFLUSH_RETRY
+     ; bflush()   /* retried: it succeeds, with nothing left to flush */
+#endif
+  :: !befail && trimunfl -> bflush()
+  :: else
+  fi;
+  if
+  :: befail -> flush_fail(c)
+  :: else ->
+     flush_go(c)
+  fi
+#else
+  if
+  :: trimunfl -> bflush()
+  :: else
+  fi;
+  flush_go(c)
+#endif
+}
+
 #define FLUSH_READY(c) \
   ((durid >= cltgt[c] && clrev[c] == 0) || \
    (nfailed == NMIR && !wb[0] && !wb[1]))
+
+/* The FLUSH returns successfully: what it covers is covered. */
+inline flush_covers(c) {
+  printf("MSC: FLUSH by %d returns (barrier id %d)\n", c, cltgt[c]);
+  if
+  :: cls0[c] > cov[0] -> cov[0] = cls0[c]
+  :: else
+  fi;
+  if
+  :: cls1[c] > cov[1] -> cov[1] = cls1[c]
+  :: else
+  fi
+}
 
 /* The FLUSH returns. */
 inline flush_end(c) {
@@ -759,17 +1006,25 @@ inline flush_end(c) {
      commit();
 #endif
      wbflush(); nolog = false
+#if defined(HEAL) && defined(VOID_FLUSH)
+     /* C: hhc_flush's fallback calls log_void_failed */
+     ; void_healed(t_)
+#endif
   :: else
   fi;
-  printf("MSC: FLUSH by %d returns (barrier id %d)\n", c, cltgt[c]);
+#ifdef BFAIL
   if
-  :: cls0[c] > cov[0] -> cov[0] = cls0[c]
-  :: else
+  :: befail ->
+     /* C: hhc_flush, be_failed at its end: a backend flush failed
+      * meanwhile (the flusher's, or the write-back's above)
+      */
+     printf("MSC: FLUSH by %d fails (a backend flush failed)\n", c)
+  :: else ->
+     flush_covers(c)
   fi;
-  if
-  :: cls1[c] > cov[1] -> cov[1] = cls1[c]
-  :: else
-  fi;
+#else
+  flush_covers(c);
+#endif
   cls0[c] = 0;
   cls1[c] = 0;
   cltgt[c] = 0;
@@ -864,6 +1119,53 @@ inline fl_finish() {
   flp = 0
 }
 
+/* BFAIL: the block stays dirty, written back again later (C:
+ * finish_block with ok false).
+ */
+inline fl_keep() {
+  printf("MSC: flusher: %d stays dirty\n", flx);
+  wb[flx] = false;
+  redirty[flx] = false;
+  flx = 0;
+  flp = 0
+}
+
+/* Flush the backend, then finish the block (C: flusher_batch).  BFAIL:
+ * the flush may fail: the block stays dirty, and the failure makes
+ * FLUSHes fail if a trim may have been dropped (MUT_FLUSHER_FAIL_SILENT:
+ * it does not).  Fix 10: the block stays dirty too if another backend
+ * flush failed since its write, which that failure may have dropped
+ * (FLAW_WB_OTHER_FAIL: C at 5daaef4 trusts its own flush alone).
+ */
+#ifdef MUT_FLUSHER_FAIL_SILENT
+#define FLUSHER_COUNTS 0
+#else
+#define FLUSHER_COUNTS 1
+#endif
+#ifdef FLAW_WB_OTHER_FAIL
+#define WB_DROPPED false
+#else
+#define WB_DROPPED flfail
+#endif
+inline fl_flush() {
+#ifdef BFAIL
+  if
+  :: BFAIL_OK -> bflush_failed(FLUSHER_COUNTS); fl_keep()
+  :: bflush();
+     if
+     :: WB_DROPPED ->
+        /* fix 10: another backend flush failed since its write */
+        fl_keep()
+     :: else -> fl_finish()
+     fi
+  fi;
+  flfail = false
+#else
+  bflush();
+  fl_finish()
+#endif
+}
+
 proctype flusher()
 {
 end_fl:
@@ -894,7 +1196,7 @@ end_fl:
   :: atomic { up && flst == 1 -> fl_finish(); flst = 2 }
   :: atomic { up && flst == 2 -> bflush(); flst = 0 }
 #else
-  :: atomic { up && flst == 1 -> bflush(); fl_finish(); flst = 0 }
+  :: atomic { up && flst == 1 -> fl_flush(); flst = 0 }
 #endif
   od
 }
@@ -932,19 +1234,6 @@ inline putrec(m, p, sq, br, wr, bs, e0, e1, rv) {
   D(m, p).ent[0] = e0;
   D(m, p).ent[1] = e1;
   D(m, p).rev = rv
-}
-
-inline clearrec(m, p) {
-  D(m, p).wid = 0;
-  D(m, p).prev = 0;
-  D(m, p).seq = 0;
-  D(m, p).bar = 0;
-  D(m, p).wrap = 0;
-  D(m, p).dur = 0;
-  D(m, p).base = 0;
-  D(m, p).ent[0] = 0;
-  D(m, p).ent[1] = 0;
-  D(m, p).rev = 0
 }
 
 /* The next segment would not fit before the region's end: a wrap
@@ -1392,8 +1681,10 @@ end_st:
 /* ------------------------------------------------------------------ */
 /* Faults, restart, recovery: steps of init.                           */
 
-/* A mirror fails: marked failed, skipped from then on, unreadable at
- * recovery.
+/* A mirror fails: marked failed, skipped from then on.  Without HEAL
+ * it is unreadable at recovery for good (cleared); with HEAL its
+ * records stay as they were (frozen; its unsynced ones are kept or
+ * lost when it is read), unreadable while it fails.
  */
 inline failmirror(m) {
   printf("MSC: mirror %d fails\n", m);
@@ -1403,13 +1694,35 @@ inline failmirror(m) {
 #if defined(WAL) && !defined(FLAW_WAL_NOLOSTCKPT)
   lostck = (nfailed == NMIR);
 #endif
+#ifdef HEAL
+  mst[m] = M_FAILED
+#else
   for (k_ : 0 .. NPOS - 1) {
     clearrec(m, k_)
   }
   k_ = 0;
   hintpos[m] = 0;
   hintseq[m] = 0
+#endif
 }
+
+#ifdef HEAL
+/* A failed mirror's device works again, while the gateway runs (after
+ * the crash: HEAL_LATE, at replay).  VOID_BG: the gateway tries to void
+ * it at once when it marks it failed and then about once a second, so
+ * it sees the mirror work again with the void write: heal and void are
+ * one step here (a device that works again but is not tried before a
+ * crash is one that heals after the crash: the gap, HEAL_LATE).
+ */
+inline healmirror(m) {
+  printf("MSC: mirror %d works again\n", m);
+#ifdef VOID_BG
+  voidmirror(m)
+#else
+  mst[m] = M_HEALED
+#endif
+}
+#endif
 
 /* The log's RAM state, empty (start of a run). */
 inline reset_log_ram() {
@@ -1468,6 +1781,9 @@ inline forget_ram() {
   ststage = C_IDLE; stx = 0; sttgt = 0; strev = 0; started = 0; maycrash = 0
 #ifdef WAL
   ; lostck = 0; rdbe = 0
+#endif
+#ifdef BFAIL
+  ; befail = 0; flfail = 0   /* the volume is reopened */
 #endif
 }
 
@@ -1857,6 +2173,9 @@ inline halt() {
     disk[x].prev = 0
   }
   for (x : 0 .. NMIR - 1) {
+#ifdef HEAL
+    mst[x] = 0;
+#endif
     mfail[x] = 0;
     hintpos[x] = 0;
     hintseq[x] = 0
@@ -1886,8 +2205,54 @@ inline halt() {
   }
   nfailed = 0; cur = 0; nfree = 0; nextid = 0; spb = 0; nolog = 0;
   opsleft = 0; runno = 0;
+#ifdef BFAIL
+  bfails = 0;
+#endif
   x = 0; m = 0; p = 0; s = 0; n = 0; lb = 0; lbase = 0; st = 0; v = 0;
   lw = 0
+}
+
+/* Which mirrors a restart on a new SSD may read: a healthy one; with
+ * HEAL, when none is healthy, also one that works again and is not
+ * voided, and with HEAL_LATE one that failed and was not voided (it
+ * works again after the crash: the gap fix 8 leaves).  (C replays the
+ * mirror with the newest barrier: a healthy one has every segment a
+ * failed one has, and more.)
+ */
+#if !defined(HEAL)
+#define RDOK(m) (!mfail[m])
+#elif defined(HEAL_LATE)
+#define RDOK(m) (mst[m] == M_OK || (nfailed == NMIR && mst[m] != M_VOID))
+#else
+#define RDOK(m) (mst[m] == M_OK || (nfailed == NMIR && mst[m] == M_HEALED))
+#endif
+#ifdef HEAL
+#define RDMSG(m) \
+  if \
+  :: mst[m] == M_HEALED -> printf("MSC: replay reads mirror %d (failed, works again, not voided)\n", m) \
+  :: mst[m] == M_FAILED -> printf("MSC: mirror %d works again after the crash, not voided\n", m) \
+  :: else \
+  fi
+#else
+#define RDMSG(m) skip
+#endif
+
+/* The SSD is lost (the gateway is down): replay the log of a readable
+ * mirror (the other one may be lost too; two identical mirrors give
+ * the same outcomes, then mirror 0 stands for both), check every block
+ * on the backend.
+ */
+inline ssd_lost() {
+  printf("MSC: SSD lost\n");
+  if
+  :: RDOK(0) -> RDMSG(0); crash_mirror(0); replay(0)
+  :: RDOK(1) && (mfail[0] || !SAMEMIRRORS) ->
+     RDMSG(1); crash_mirror(1); replay(1)
+  :: nfailed == NMIR
+  fi;
+  for (x : 0 .. NLBA - 1) {
+    check(x, bdur[x], cov[x])
+  }
 }
 
 init
@@ -1947,20 +2312,8 @@ init
            * what only the log and the SSD held)
            */
           !nolog;
-          printf("MSC: SSD lost\n");
           crash_backend();
-          /* the other mirror may be lost too; two identical mirrors
-           * give the same outcomes, then mirror 0 stands for both
-           */
-          if
-          :: !mfail[0] -> crash_mirror(0); replay(0)
-          :: !mfail[1] && (mfail[0] || !SAMEMIRRORS) ->
-             crash_mirror(1); replay(1)
-          :: nfailed == NMIR
-          fi;
-          for (x : 0 .. NLBA - 1) {
-            check(x, bdur[x], cov[x])
-          }
+          ssd_lost();
           halt();
           break
        :: /* the SSD is intact */
@@ -2026,12 +2379,29 @@ init
        fi }
   :: atomic { up && nfailed < MAXFAIL && !mfail[0] && FAIL_OK -> failmirror(0) }
   :: atomic { up && nfailed < MAXFAIL && !mfail[1] && FAIL_OK -> failmirror(1) }
+#ifdef HEAL
+  :: atomic { up && mst[0] == M_FAILED -> healmirror(0) }
+  :: atomic { up && mst[1] == M_FAILED -> healmirror(1) }
+#endif
   :: atomic { up && !maycrash && cdone == NCLIENT ->
        /* no crash: every operation completed, the newest data reads */
        for (x : 0 .. NLBA - 1) {
          v = (cst[x] != S_FREE -> cdat[x] : bcur[x]);
          check(x, v, done[x])
        }
+#ifdef HEAL
+       /* Closed (C: hhc_close: log_stop voids what it can, the backend
+        * is flushed); then the SSD may be lost before the next start.
+        */
+#ifdef VOID_CLOSE
+       void_healed(x);
+#endif
+       bflush();
+       if
+       :: !nolog -> printf("MSC: closed\n"); ssd_lost()
+       :: skip
+       fi;
+#endif
        halt();
        break }
   :: timeout ->
