@@ -94,6 +94,11 @@ struct hhc_conf {
   unsigned hot_ratio;     /* hot:cold = hot_ratio:1, default 2 */
   enum hhc_format format; /* default auto */
   const char *backend_id; /* overrides the backend identity if set */
+  /* Format a cache for a backend with no identity (no export
+   * description, no backend_id): tied to its size alone, so that
+   * another backend of that size could be given it.  false: refused.
+   */
+  bool allow_no_identity;
   bool direct;            /* O_DIRECT on the cache device */
   const char *stats_path; /* JSON stats rewritten once a second */
   unsigned

@@ -71,14 +71,11 @@ check_conf (const struct hhc_conf *conf)
 static char *
 make_identity (const struct hhc_conf *conf, const struct hhc_backend_info *info)
 {
-  const char *id = conf->backend_id ? conf->backend_id
-                                    : (info->identity ? info->identity : "");
+  const char *id = conf->backend_id && *conf->backend_id
+                       ? conf->backend_id
+                       : (info->identity ? info->identity : "");
   char *s;
 
-  if (*id == '\0')
-    conf->log (HHC_LOG_WARNING,
-               "the backend has no export description and backend-id= is "
-               "not set: the cache is tied to the backend's size only");
   if (asprintf (&s, "%.*s", CACHE_IDENTITY_MAX, id) == -1)
     return NULL;
   return s;
@@ -400,10 +397,32 @@ open_cache (struct hhc_volume *vol, bool *formatted)
     return r;
   if ((r = check_owner (vol, identity)) != 0)
     return r;
+  if (*identity == '\0')
+    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+             "%s: the cache is tied to the backend's size only (formatted "
+             "with no backend-id= for a plugin with no export description)",
+             vol->dev->name);
   return open_log (vol, false);
 
 format:
   *formatted = true;
+  if (*vol->identity == '\0' && !vol->conf.allow_no_identity)
+    {
+      /* Two backends of one size could then be swapped, and the cache
+       * would serve one's blocks for the other's.
+       */
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the backend has no export description: set "
+               "backend-id= to a name unique to this backend before the "
+               "cache is formatted (or require-backend-id=false to tie it "
+               "to the backend's size alone)",
+               vol->dev->name);
+      return EINVAL;
+    }
+  if (*vol->identity == '\0')
+    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+             "the backend has no export description and backend-id= is "
+             "not set: the cache is tied to the backend's size only");
   if (vol->conf.format == HHC_FORMAT_FORCE
       && (r = retire_before_format (vol, &retired)) != 0)
     return r;

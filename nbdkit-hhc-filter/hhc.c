@@ -316,6 +316,14 @@ hhc_config (nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
     }
   if (strcmp (key, "backend-id") == 0)
     return set_string (&backend_id, value);
+  if (strcmp (key, "require-backend-id") == 0)
+    {
+      bool require;
+      if (parse_bool (key, value, &require) == -1)
+        return -1;
+      conf.allow_no_identity = !require;
+      return 0;
+    }
   if (strcmp (key, "direct") == 0)
     return parse_bool (key, value, &conf.direct);
   if (strcmp (key, "stats") == 0)
@@ -388,6 +396,8 @@ hhc_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "hot-ratio=N             Midpoint LRU hot:cold = N:1 (default 2).\n"         \
   "format=auto|force|never Format the cache device (default auto).\n"          \
   "backend-id=STRING       Identity the cache is tied to.\n"                   \
+  "require-backend-id=BOOL Refuse to format for a plugin with no export\n"     \
+  "                        description unless backend-id= (default true).\n"   \
   "direct=BOOL             O_DIRECT on the cache device.\n"                    \
   "stats=FILE              JSON statistics, rewritten once a second.\n"        \
   "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \

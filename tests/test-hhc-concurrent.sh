@@ -68,7 +68,8 @@ round ()
   mkdir "$d"
   truncate -s 32M "$d/backend.img"
   start_nbdkit -P "$d/pid" -U "$d/sock" --filter="$hhc" \
-               file "$d/backend.img" cache="$d/cache.img" mode=wb "$@"
+               file "$d/backend.img" cache="$d/cache.img" mode=wb \
+               backend-id="concurrent-$name" "$@"
   uri=$(nbd_uri "$d/sock")
   for (( i = 0; i < writers; i++ )); do
     W=$i SPAN=$span N=$writers timeout 120 nbdsh -u "$uri" -c "$writer_py" &

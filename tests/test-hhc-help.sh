@@ -10,8 +10,10 @@ make_tmpdir
 nbdkit --filter="$hhc" null --help >"$tmp/help.txt"
 
 missing=()
-for key in cache cache-size mode block-size dirty-low dirty-high dirty-max \
-           hot-ratio format backend-id direct stats writeback-threads; do
+for key in cache cache-size mode log log-size segment-size log-buffers \
+           ssd-sync block-size dirty-low dirty-high dirty-max hot-ratio \
+           format backend-id require-backend-id direct stats control \
+           writeback-threads idle-ms; do
   grep -Eq "^[[:space:]]*$key=" "$tmp/help.txt" || missing+=("$key=")
 done
 if [ "${#missing[@]}" -ne 0 ]; then

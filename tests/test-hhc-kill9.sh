@@ -62,7 +62,8 @@ for mode in wb wt pt hhc hhc-ckpt; do
   mkdir "$d"
   cp "$tmp/orig.img" "$d/backend.img"
   gw=(--filter="$hhc" file "$d/backend.img"
-      cache="$d/cache.img" cache-size=16M mode="${mode%-ckpt}")
+      cache="$d/cache.img" cache-size=16M mode="${mode%-ckpt}"
+      backend-id="kill9-$mode")
   case $mode in
     hhc) gw+=(log="$d/log.img" log-size=32M) ;;
     hhc-ckpt) gw+=(log="$d/log.img" log-size=32M ssd-sync=checkpoint) ;;
@@ -81,7 +82,8 @@ for mode in wb wt pt hhc hhc-ckpt; do
     # command waiting for a server that is gone.
     expect_fail_with 'hhc:.*ssd-sync=checkpoint, did not stop cleanly.*mode=wb refused' \
       timeout 60 nbdkit -f -U "$d/sock2" --filter="$hhc" \
-        file "$d/backend.img" cache="$d/cache.img" mode=wb
+        file "$d/backend.img" cache="$d/cache.img" mode=wb \
+        backend-id="kill9-$mode"
     cmp "$d/cache.img" "$d/cache.before" ||
       fail "the refused start in mode wb changed the cache"
     cmp "$d/backend.img" "$d/backend.before" ||

@@ -15,7 +15,7 @@ make_tmpdir
 
 truncate -s 16M "$tmp/backend.img"
 gw=(--filter="$hhc" file "$tmp/backend.img"
-    cache="$tmp/cache.img" cache-size=16M mode=wb)
+    cache="$tmp/cache.img" cache-size=16M mode=wb backend-id=lock-test)
 
 start_nbdkit -P "$tmp/1.pid" -U "$tmp/1.sock" "${gw[@]}"
 # One connection, in case the filter opens the cache lazily.

@@ -44,7 +44,8 @@ bad ()
   must_be_empty "$*"
 }
 
-gateway cache="$cache" cache-size=16M >/dev/null ||
+# (The null plugin has no export description: backend-id= names it.)
+gateway cache="$cache" cache-size=16M backend-id=params-test >/dev/null ||
   fail "a good configuration was refused"
 rm -f -- "$cache"
 must_be_empty "removing the cache"
@@ -59,6 +60,8 @@ bad 'format'            cache="$cache" cache-size=16M format=maybe
 bad 'ssd-sync'          cache="$cache" cache-size=16M ssd-sync=never
 bad 'idle-ms'           cache="$cache" cache-size=16M idle-ms=soon
 bad 'direct'            cache="$cache" cache-size=16M direct=maybe
+bad 'require-backend-id=notabool' cache="$cache" cache-size=16M \
+    require-backend-id=notabool
 bad 'cache'             cache-size=16M mode=wb
 bad 'cache-size'        cache="$cache" cache-size=banana
 bad '(cache|no-such-dir)' cache="$w/no-such-dir/cache.img" cache-size=16M

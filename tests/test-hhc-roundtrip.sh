@@ -43,7 +43,8 @@ for op in "${ops[@]}"; do qemu_args+=(-c "$op"); done
 gateway ()
 {
   gw=(--filter="$hhc" file "$1/backend.img"
-      cache="$1/cache.img" cache-size=16M mode="$2")
+      cache="$1/cache.img" cache-size=16M mode="$2"
+      backend-id="roundtrip-${1##*/}")
 }
 
 for mode in pt wt wb; do

@@ -17,7 +17,7 @@ make_tmpdir
 truncate -s 16M "$tmp/backend.img"
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" --filter="$hhc" \
              file "$tmp/backend.img" cache="$tmp/cache.img" cache-size=16M \
-             mode=wb stats="$tmp/stats.json"
+             mode=wb backend-id=stats-test stats="$tmp/stats.json"
 
 nbdsh_u "$tmp/sock" \
   -c 'h.pwrite(b"\x11" * (1 << 20), 0)' \

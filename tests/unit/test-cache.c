@@ -509,6 +509,51 @@ test_format_force (void **state)
   env_free (&e);
 }
 
+/* No identity (no export description, no backend-id): a blank device
+ * is not formatted, nor is a cache under format=force, unless
+ * allow_no_identity; a cache formatted so loads again without it.
+ */
+static void
+test_no_identity (void **state)
+{
+  struct env e;
+  unsigned char *before;
+
+  env_init (&e, 64, 1 << 20, false);
+  before = dev_snapshot (e.cdev);
+  e.info.identity = NULL;
+  assert_int_equal (env_open (&e), EINVAL);
+  assert_null (e.vol);
+  e.info.identity = "";
+  assert_int_equal (env_open (&e), EINVAL);
+  assert_dev_unchanged (&e, before);
+  free (before);
+  /* Allowed: tied to the size alone. */
+  e.conf.allow_no_identity = true;
+  env_open_ok (&e);
+  write_v (&e, 7, 3);
+  assert_int_equal (hhc_flush (e.vol, e.mb), 0);
+  assert_int_equal (env_close (&e), 0);
+  e.conf.allow_no_identity = false;
+  env_open_ok (&e);
+  assert_int_equal (read_v (&e, 7), 3);
+  assert_int_equal (env_close (&e), 0);
+  /* format=force without an identity: refused, the cache kept. */
+  before = dev_snapshot (e.cdev);
+  e.conf.format = HHC_FORMAT_FORCE;
+  assert_int_equal (env_open (&e), EINVAL);
+  assert_dev_unchanged (&e, before);
+  /* backend-id= is an identity. */
+  e.conf.backend_id = "membackend:named";
+  env_open_ok (&e);
+  assert_int_equal (env_close (&e), 0);
+  e.conf.format = HHC_FORMAT_NEVER;
+  env_open_ok (&e);
+  assert_int_equal (env_close (&e), 0);
+  free (before);
+  env_free (&e);
+}
+
 static void
 test_format_never_blank (void **state)
 {
@@ -1306,6 +1351,7 @@ main (void)
     cmocka_unit_test (test_wrong_size),
     cmocka_unit_test (test_wrong_block_size),
     cmocka_unit_test (test_format_force),
+    cmocka_unit_test (test_no_identity),
     cmocka_unit_test (test_format_never_blank),
     cmocka_unit_test (test_too_small),
     cmocka_unit_test (test_inv1_slot_reuse),
