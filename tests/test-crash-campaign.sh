@@ -5,15 +5,23 @@
 # hhc (replayed from the HDD log),
 # and in hhc with two mirrors the loss or corruption of one of them,
 # and in pt, wt, wb, wbflush and hhc a backend whose flush fails (and
-# drops what it had not flushed) at random moments under the load:
-# no flushed write lost, no block corrupt.  Then the campaign must see
-# a loss where there is one: wb does not survive the loss of its SSD.
+# drops what it had not flushed) at random moments under the load,
+# and in hhc (also with ssd-sync=checkpoint) a log mirror served over
+# NBD whose writes fail and heal at random moments (FLUSHes fall back
+# to write-back, the failed mirror is voided), the SSD lost in every
+# other round: no flushed write lost, no block corrupt.  Then the
+# campaign must see a loss where there is one: wb does not survive the
+# loss of its SSD.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
 requires nbdkit
 # Debian's nbdkit-plugin-python, for tests/dropflush.py (flushfail).
 nbdkit python --dump-plugin >/dev/null 2>&1 || requires nbdkit-plugin-python
+# nbdkit's error filter, for the flapping log mirror (mirrorflap).
+nbdkit --filter=error null --dump-plugin >/dev/null 2>&1 ||
+  requires nbdkit-error-filter
+requires python3
 hhc=$(filter)
 make_tmpdir
 verify=$abs_top_builddir/tests/verify/hhc-verify
@@ -48,6 +56,33 @@ grep -q '^crash: 10 rounds passed, 0 lost or corrupt blocks' \
 grep -Eq ', [0-9]+ failed writes, [1-9][0-9]* failed flushes;' \
   "$tmp/flushfail.out" ||
   { cat "$tmp/flushfail.out"; fail "no FLUSH failed: the flushfail fault never fired"; }
+
+# The log mirror fails and heals at random moments (about 10 s): every
+# FLUSH that succeeded must hold after kill -9 (and the SSD's loss in
+# every other round), no FLUSH may fail (they fall back to write-back),
+# and some must have fallen back (or the fault never fired).  Then with
+# two mirrors, one flapping: no fallback, the failed one voided at once.
+CAMPAIGN_FAULTS=mirrorflap "$campaign" 4 800 hhc hhc-ckpt \
+  >"$tmp/mirrorflap.out" 2>&1 ||
+  { cat "$tmp/mirrorflap.out"; fail "the mirror-failure campaign failed"; }
+tail -2 "$tmp/mirrorflap.out"
+grep -q '^crash: 8 rounds passed, 0 lost or corrupt blocks' \
+  "$tmp/mirrorflap.out" ||
+  fail "unexpected mirror-failure campaign summary:" \
+       "$(tail -1 "$tmp/mirrorflap.out")"
+! grep -Eq ', ([1-9][0-9]* failed writes|[0-9]+ failed writes, [1-9][0-9]* failed flushes);' \
+  "$tmp/mirrorflap.out" ||
+  { cat "$tmp/mirrorflap.out"; fail "a request failed under mirrorflap"; }
+grep -Eq '^crash: mirrorflap: 8 rounds, [1-9][0-9]* FLUSHes fell back' \
+  "$tmp/mirrorflap.out" ||
+  { cat "$tmp/mirrorflap.out"; fail "no FLUSH fell back: the mirrorflap fault never fired"; }
+CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS=mirrorflap "$campaign" 2 800 hhc \
+  >"$tmp/mirrorflap2.out" 2>&1 ||
+  { cat "$tmp/mirrorflap2.out"; fail "the two-mirror mirrorflap campaign failed"; }
+tail -2 "$tmp/mirrorflap2.out"
+grep -Eq '^crash: mirrorflap: 2 rounds, 0 FLUSHes fell back, [1-9][0-9]* mirrors failed' \
+  "$tmp/mirrorflap2.out" ||
+  { cat "$tmp/mirrorflap2.out"; fail "no mirror failed, or a FLUSH fell back, with two mirrors"; }
 
 st=0
 CAMPAIGN_FAULTS=ssd "$campaign" 1 800 wb >"$tmp/negative.out" 2>&1 || st=$?
