@@ -358,7 +358,9 @@ cache_init_mem (struct hhc_cache *c, struct hhc_index *idx)
   c->page_locks = calloc (c->npagelocks, sizeof *c->page_locks);
   c->dirty_bits = calloc ((c->npages + 63) / 64, sizeof (uint64_t));
   c->copy_seq = calloc ((size_t)c->npages * 2, sizeof (uint64_t));
-  c->commit_bufs = hhc_alloc_aligned ((size_t)COMMIT_CHUNK * CACHE_PAGE);
+  /* A commit writes at most every page, COMMIT_CHUNK at a time. */
+  c->commit_bufs = hhc_alloc_aligned (
+      (size_t)HHC_MIN (c->npages, (uint32_t)COMMIT_CHUNK) * CACHE_PAGE);
   if (!c->page_locks || !c->dirty_bits || !c->copy_seq || !c->commit_bufs)
     {
       free (c->page_locks);

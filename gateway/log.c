@@ -801,14 +801,18 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
 {
   const size_t chunk = 1024 * 1024;
   HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (ALIGN);
-  HHC_CLEANUP_FREE unsigned char *big = hhc_alloc_aligned (chunk);
+  /* Grown to the largest read, at most chunk: most segments are far
+   * smaller, and a fresh megabyte per scan costs 256 page faults.
+   */
+  HHC_CLEANUP_FREE unsigned char *big = NULL;
+  size_t bigsize = 0;
   uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
   bool wrapped = false, have_prev = false;
   uint32_t prev_crc = 0;
 
   memset (s, 0, sizeof *s);
   s->last_barrier = -1;
-  if (h == NULL || big == NULL)
+  if (h == NULL)
     return ENOMEM;
   while (lpos - start < log->region_size)
     {
@@ -841,6 +845,13 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
         {
           uint64_t n = HHC_MIN ((uint64_t)chunk, hl + dl - done);
           uint64_t rd = HHC_ROUND_UP (n, 512);
+          if (rd > bigsize)
+            {
+              free (big);
+              bigsize = HHC_ROUND_UP (rd, ALIGN);
+              if ((big = hhc_alloc_aligned (bigsize)) == NULL)
+                return ENOMEM;
+            }
           if (phys + done + rd > log->region_size
               || dev_pread (m->dev, big, rd, LOG_REGION_OFF + phys + done))
             bad = true;

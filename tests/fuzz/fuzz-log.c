@@ -297,12 +297,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   devs[0] = fuzzdev_new (devsize, "fuzz-log-a");
   fuzzdev_load (devs[0], 0, data, sbpart);
   fuzzdev_load (devs[0], LOG_REGION_OFF, data + sbpart, regpart);
-  fuzz_fix_log (fuzzdev_mem (devs[0]), devsize, flags);
+  fuzzdev_wrote (devs[0], fuzz_fix_log (fuzzdev_mem (devs[0]), devsize, flags));
   if (flags & FUZZ_LOG_MIRROR2)
     {
+      /* (Past what the first one holds, both are zero.) */
       devs[1] = fuzzdev_new (devsize, "fuzz-log-b");
       fuzzdev_load (devs[1], 0, fuzzdev_mem (devs[0]),
-                    HHC_MIN (devsize, LOG_REGION_OFF + cut));
+                    HHC_MIN (fuzzdev_used (devs[0]), LOG_REGION_OFF + cut));
       ndevs = 2;
     }
 

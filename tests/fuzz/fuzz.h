@@ -46,27 +46,39 @@
 #define FUZZ_LOG_FILTER 8u               /* open as the filter does */
 #define FUZZ_LOG_START 16u               /* then run: rebase, write */
 
-/* A device in memory: size bytes, zero but for what is loaded. */
+/* A device in memory: size bytes, zero but for what is loaded.  Its
+ * memory is reused by the next one: fuzzdev_free zeroes what was
+ * loaded or written, so a write through fuzzdev_mem of anything but
+ * zeros must be told with fuzzdev_wrote.
+ */
 struct hhc_dev *fuzzdev_new (uint64_t size, const char *name);
+/* Copy len bytes to off (what fits in the device). */
 void fuzzdev_load (struct hhc_dev *d, uint64_t off, const void *buf,
                    size_t len);
+/* The device's bytes, size of them. */
 unsigned char *fuzzdev_mem (struct hhc_dev *d);
+/* Bytes below end may have been written through fuzzdev_mem. */
+void fuzzdev_wrote (struct hhc_dev *d, uint64_t end);
+/* Bytes from the start that may not be zero (the rest are). */
+uint64_t fuzzdev_used (struct hhc_dev *d);
+/* Free the device (its memory is kept for the next one). */
 void fuzzdev_free (struct hhc_dev *d);
 
 /* Log messages to stderr if $FUZZ_VERBOSE is set, else drop them. */
 void fuzz_log (enum hhc_log_level level, const char *msg);
 
 /* Recompute the checksums of a cache device image of len bytes (what
- * flags ask for).
+ * flags ask for).  Returns the offset past the last byte changed (0:
+ * none), for fuzzdev_wrote.
  */
-void fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags);
+size_t fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags);
 
 /* Recompute the checksums of a log mirror image of len bytes: the
  * superblocks, and along the chain that a scan from the newest
  * superblock's head hint follows, each segment's link to its
- * predecessor and its crc.
+ * predecessor and its crc.  Returns as fuzz_fix_cache.
  */
-void fuzz_fix_log (unsigned char *img, size_t len, unsigned flags);
+size_t fuzz_fix_log (unsigned char *img, size_t len, unsigned flags);
 
 /* The superblock copy of a log image that read_sb () would choose
  * (magic, crc, version; the newer generation), or NULL.

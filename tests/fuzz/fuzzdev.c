@@ -5,12 +5,36 @@
  * The fix-ups only write inside the image they are given and read
  * every field with bounds checks: whatever the bytes, they must not
  * be the ones that crash.
+ *
+ * The device's memory is kept for the next input (fresh memory costs
+ * a page fault per 4 KiB, and zeroing a whole megabyte more than the
+ * rest of a small input's run), and only what an input may have made
+ * non-zero is zeroed again:
+ *
+ *   [0, used)      loaded, written or fixed up: zeroed by fuzzdev_free
+ *   [used, size)   zero (nothing wrote there)
+ *   [size, cap)    zero, and poisoned under ASan while in use (not
+ *                  the device's)
  */
 #include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_ASAN 1
+#endif
+#elif defined(__SANITIZE_ADDRESS__)
+#define FUZZ_ASAN 1
+#endif
+#ifdef FUZZ_ASAN
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
 
 #include "cache.h"
 #include "common.h"
@@ -21,7 +45,21 @@
 struct fuzzdev {
   struct hhc_dev dev;
   unsigned char *mem;
+  uint64_t cap;  /* bytes of mem */
+  uint64_t used; /* bytes from 0 that may be non-zero (atomic) */
 };
+
+/* Bytes up to end may be non-zero now. */
+static void
+mark_used (struct fuzzdev *f, uint64_t end)
+{
+  uint64_t u = __atomic_load_n (&f->used, __ATOMIC_RELAXED);
+
+  while (u < end
+         && !__atomic_compare_exchange_n (&f->used, &u, end, true,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+}
 
 static int
 fd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
@@ -42,6 +80,7 @@ fd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   if (off > d->size || len > d->size - off)
     return EIO;
   memcpy (f->mem + off, buf, len);
+  mark_used (f, off + len);
   return 0;
 }
 
@@ -66,13 +105,60 @@ static const struct hhc_dev_ops fuzzdev_ops = {
   .close = fd_close,
 };
 
-/* Freed device memory, kept for the next input: a fresh megabyte
- * each time costs more page faults than the rest of a run.
- */
+/* Memory of freed devices, all zero, for the next ones. */
+#define SPARE_ALIGN (64 * 1024)
 static struct {
   unsigned char *mem;
-  uint64_t size;
+  uint64_t cap;
 } spare[4];
+
+/* Zero memory of at least size bytes: the smallest spare that fits,
+ * else a new one.
+ */
+static void
+get_mem (struct fuzzdev *f, uint64_t size)
+{
+  size_t best = sizeof spare / sizeof spare[0];
+
+  for (size_t i = 0; i < sizeof spare / sizeof spare[0]; i++)
+    if (spare[i].mem && spare[i].cap >= size
+        && (best == sizeof spare / sizeof spare[0]
+            || spare[i].cap < spare[best].cap))
+      best = i;
+  if (best < sizeof spare / sizeof spare[0])
+    {
+      f->mem = spare[best].mem;
+      f->cap = spare[best].cap;
+      spare[best].mem = NULL;
+    }
+  else
+    {
+      f->cap = HHC_ROUND_UP (HHC_MAX (size, (uint64_t)1), SPARE_ALIGN);
+      f->mem = calloc (1, f->cap);
+    }
+}
+
+/* Keep f's memory, zero again, for the next device (or free it). */
+static void
+put_mem (struct fuzzdev *f)
+{
+  size_t slot = 0;
+
+  memset (f->mem, 0, f->used);
+  /* Keep the largest: the smallest spare is the one to let go. */
+  for (size_t i = 1; i < sizeof spare / sizeof spare[0]; i++)
+    if (spare[i].mem == NULL
+        || (spare[slot].mem && spare[i].cap < spare[slot].cap))
+      slot = i;
+  if (spare[slot].mem && spare[slot].cap >= f->cap)
+    {
+      free (f->mem);
+      return;
+    }
+  free (spare[slot].mem);
+  spare[slot].mem = f->mem;
+  spare[slot].cap = f->cap;
+}
 
 struct hhc_dev *
 fuzzdev_new (uint64_t size, const char *name)
@@ -81,19 +167,11 @@ fuzzdev_new (uint64_t size, const char *name)
 
   if (f == NULL)
     abort ();
-  for (size_t i = 0; i < sizeof spare / sizeof spare[0]; i++)
-    if (spare[i].mem && spare[i].size == size)
-      {
-        f->mem = spare[i].mem;
-        spare[i].mem = NULL;
-        memset (f->mem, 0, size);
-        break;
-      }
-  if (f->mem == NULL)
-    f->mem = calloc (1, size);
+  get_mem (f, size);
   f->dev.name = strdup (name);
   if (f->mem == NULL || f->dev.name == NULL)
     abort ();
+  ASAN_POISON_MEMORY_REGION (f->mem + size, f->cap - size);
   f->dev.ops = &fuzzdev_ops;
   f->dev.size = size;
   return &f->dev;
@@ -106,7 +184,9 @@ fuzzdev_load (struct hhc_dev *d, uint64_t off, const void *buf, size_t len)
 
   if (off >= d->size)
     return;
-  memcpy (f->mem + off, buf, HHC_MIN ((uint64_t)len, d->size - off));
+  len = HHC_MIN ((uint64_t)len, d->size - off);
+  memcpy (f->mem + off, buf, len);
+  mark_used (f, off + len);
 }
 
 unsigned char *
@@ -116,20 +196,26 @@ fuzzdev_mem (struct hhc_dev *d)
 }
 
 void
+fuzzdev_wrote (struct hhc_dev *d, uint64_t end)
+{
+  mark_used ((struct fuzzdev *)d, HHC_MIN (end, d->size));
+}
+
+uint64_t
+fuzzdev_used (struct hhc_dev *d)
+{
+  return __atomic_load_n (&((struct fuzzdev *)d)->used, __ATOMIC_RELAXED);
+}
+
+void
 fuzzdev_free (struct hhc_dev *d)
 {
   struct fuzzdev *f = (struct fuzzdev *)d;
 
   if (f == NULL)
     return;
-  for (size_t i = 0; f->mem && i < sizeof spare / sizeof spare[0]; i++)
-    if (spare[i].mem == NULL)
-      {
-        spare[i].mem = f->mem;
-        spare[i].size = f->dev.size;
-        f->mem = NULL;
-      }
-  free (f->mem);
+  ASAN_UNPOISON_MEMORY_REGION (f->mem + d->size, f->cap - d->size);
+  put_mem (f);
   free (f->dev.name);
   free (f);
 }
@@ -158,21 +244,29 @@ fix_page (unsigned char *pg, size_t crc_at)
   put32 (pg + crc_at, crc32c (0, pg, CACHE_PAGE));
 }
 
-void
+size_t
 fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
 {
+  size_t end = 0;
+
   if ((flags & FUZZ_CACHE_FIX_SUPER) && len >= CACHE_PAGE
       && memcmp (img, CACHE_MAGIC, 8) == 0)
-    put32 (img + 4092, crc32c (0, img, 4092));
+    {
+      put32 (img + 4092, crc32c (0, img, 4092));
+      end = CACHE_PAGE;
+    }
   for (size_t off = CACHE_PAGE; off + CACHE_PAGE <= len; off += CACHE_PAGE)
     {
       uint32_t magic = get32 (img + off);
       bool state = off <= 2 * CACHE_PAGE;
-      if (state && magic == STATE_MAGIC && (flags & FUZZ_CACHE_FIX_STATE))
-        fix_page (img + off, 24);
-      else if (!state && magic == PAGE_MAGIC && (flags & FUZZ_CACHE_FIX_PAGES))
-        fix_page (img + off, 24);
+      if ((state && magic == STATE_MAGIC && (flags & FUZZ_CACHE_FIX_STATE))
+          || (!state && magic == PAGE_MAGIC && (flags & FUZZ_CACHE_FIX_PAGES)))
+        {
+          fix_page (img + off, 24);
+          end = off + CACHE_PAGE;
+        }
     }
+  return end;
 }
 
 /* ---- log ---- */
@@ -197,28 +291,32 @@ fuzz_log_sb (const unsigned char *img, size_t len)
   return best;
 }
 
-void
+size_t
 fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
 {
   const unsigned char *sb;
   uint64_t bs, region, lpos, start;
   uint32_t prev_crc = 0;
   bool have_prev = false;
+  size_t end = 0;
 
   if (flags & FUZZ_LOG_FIX_SUPER)
     for (int c = 0; c < 2; c++)
       {
         unsigned char *p = img + (size_t)c * 4096;
         if ((size_t)(c + 1) * 4096 <= len && memcmp (p, LOG_MAGIC, 8) == 0)
-          put32 (p + 4092, crc32c (0, p, 4092));
+          {
+            put32 (p + 4092, crc32c (0, p, 4092));
+            end = (size_t)(c + 1) * 4096;
+          }
       }
   if (!(flags & FUZZ_LOG_FIX_SEGS) || (sb = fuzz_log_sb (img, len)) == NULL)
-    return;
+    return end;
   bs = get32 (sb + 12);
   region = get64 (sb + 56);
   if (bs == 0 || len <= LOG_REGION_OFF || region > len - LOG_REGION_OFF
       || region < LOG_ALIGN)
-    return;
+    return end;
   lpos = start = get64 (sb + 72);
   /* At most one pass over the region, as the scan. */
   for (unsigned n = 0; n < 4096 && lpos - start < region; n++)
@@ -234,10 +332,11 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
       uint64_t dl = nb * bs;
       if (memcmp (h, LOG_SEG_MAGIC, 8) != 0 || hl < LOG_ALIGN || hl % LOG_ALIGN
           || nb > region / bs || phys + hl + dl > region)
-        return;
+        return end;
       if (have_prev)
         put32 (h + 84, prev_crc);
       put32 (h + 80, 0);
+      end = HHC_MAX (end, (size_t)(h + 88 - img));
       /* As the scan: the first 4 KiB, then the rest of the header and
        * the data.
        */
@@ -252,4 +351,5 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
       have_prev = true;
       lpos += hl + HHC_ROUND_UP (dl, LOG_ALIGN);
     }
+  return end;
 }
