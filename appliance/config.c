@@ -1411,6 +1411,26 @@ parse_tuning (struct ctx *c, const struct at *vo, struct gw_volume *v)
   return check_dirty (c, dirty, dval);
 }
 
+/* With check_paths: a file backend has no export description, so the
+ * filter formats no cache for it without backend_id (a volume of the
+ * same size could be given its cache); a cache that exists already
+ * (formatted without one by an earlier version) still loads.
+ */
+static int
+check_new_cache_id (struct ctx *c, const struct at *vo,
+                    const struct gw_volume *v)
+{
+  struct stat st;
+
+  if (!c->check_paths || v->type != GW_BACKEND_FILE || v->backend_id
+      || stat (v->cache, &st) == 0)
+    return 0;
+  return fail (c, vo, false,
+               "a file backend needs \"backend_id\" (a name unique to it) "
+               "before its cache \"%s\" is made",
+               v->cache);
+}
+
 static int
 parse_volume (struct ctx *c, const struct at *vo, size_t i)
 {
@@ -1427,7 +1447,7 @@ parse_volume (struct ctx *c, const struct at *vo, size_t i)
       || parse_logs (c, vo, i, v) == -1 || parse_mode (c, vo, v) == -1
       || get_string (c, vo, "backend_id", false, &v->backend_id, NULL) == -1
       || get_bool (c, vo, "drain_on_stop", &v->drain_on_stop) == -1
-      || parse_tuning (c, vo, v) == -1)
+      || parse_tuning (c, vo, v) == -1 || check_new_cache_id (c, vo, v) == -1)
     return -1;
   return 0;
 }

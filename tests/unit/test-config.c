@@ -942,10 +942,21 @@ test_paths_create (void **state)
   snprintf (cache, sizeof cache, "%s/new.cache", t->dir);
   snprintf (extra, sizeof extra,
             ", \"cache_size\": \"1M\", \"log\": \"%s/new.log\", "
-            "\"log_size\": \"8M\"",
+            "\"log_size\": \"8M\", \"backend_id\": \"vol-a\"",
             t->dir);
   text = vol_text (backend, cache, extra);
   check_paths (text, NULL, NULL);
+  free (text);
+
+  /* A new cache of a file backend needs a backend_id (the filter
+   * formats none without); an existing one does not (test_paths_exist).
+   */
+  text = vol_text (backend, cache, ", \"cache_size\": \"1M\"");
+  snprintf (want, sizeof want,
+            "volumes[0]: a file backend needs \"backend_id\" (a name unique "
+            "to it) before its cache \"%s\" is made",
+            cache);
+  check_paths (text, "\"volumes\": [", want);
   free (text);
 
   snprintf (cache, sizeof cache, "%s/nodir/new.cache", t->dir);
