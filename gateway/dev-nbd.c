@@ -103,8 +103,36 @@ static const struct hhc_dev_ops nbd_ops = {
   nbd_dev_close,
 };
 
+/* Connect h to uri, giving up after timeout_ms (-1: never).  A TCP
+ * connect to a host that is gone otherwise waits for the kernel's SYN
+ * retries, minutes.
+ */
+static int
+connect_bounded (struct nbd_handle *h, const char *uri, int timeout_ms)
+{
+  uint64_t end = hhc_now_ns () + (uint64_t)timeout_ms * 1000000;
+
+  if (timeout_ms < 0)
+    return nbd_connect_uri (h, uri);
+  if (nbd_aio_connect_uri (h, uri) == -1)
+    return -1;
+  while (nbd_aio_is_connecting (h))
+    {
+      uint64_t now = hhc_now_ns ();
+      if (now >= end)
+        {
+          nbd_shutdown (h, 0);
+          return -1;
+        }
+      if (nbd_poll (h, (int)((end - now + 999999) / 1000000)) == -1)
+        return -1;
+    }
+  return nbd_aio_is_ready (h) ? 0 : -1;
+}
+
 int
-dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+                      struct hhc_dev **devp)
 {
   struct nbd_dev *n = calloc (1, sizeof *n);
   int64_t size;
@@ -116,11 +144,13 @@ dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
     }
   n->dev.ops = &nbd_ops;
   n->nbd = nbd_create ();
-  if (n->nbd == NULL || nbd_connect_uri (n->nbd, uri) == -1
+  if (n->nbd == NULL || connect_bounded (n->nbd, uri, timeout_ms) == -1
       || (size = nbd_get_size (n->nbd)) == -1)
     {
-      int e = nbd_errno ();
-      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri, nbd_get_error ());
+      int e = nbd_errno () ? nbd_errno () : ETIMEDOUT;
+      const char *msg = nbd_get_error ();
+      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri,
+               msg ? msg : "connection timed out");
       if (n->nbd)
         nbd_close (n->nbd);
       free (n->dev.name);
@@ -147,15 +177,29 @@ dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
   return 0;
 }
 
+int
+dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+{
+  return dev_open_nbd_bounded (uri, -1, log, devp);
+}
+
 #else /* !HAVE_LIBNBD */
+
+int
+dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+                      struct hhc_dev **devp)
+{
+  (void)devp;
+  (void)timeout_ms;
+  hhc_log (log, HHC_LOG_ERROR,
+           "%s: NBD devices need libnbd, which this build does not have", uri);
+  return ENOTSUP;
+}
 
 int
 dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
 {
-  (void)devp;
-  hhc_log (log, HHC_LOG_ERROR,
-           "%s: NBD devices need libnbd, which this build does not have", uri);
-  return ENOTSUP;
+  return dev_open_nbd_bounded (uri, -1, log, devp);
 }
 
 #endif

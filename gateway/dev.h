@@ -47,6 +47,9 @@ int dev_open_file (const char *path, uint64_t create_size, bool direct,
 
 /* An NBD URI (nbd://, nbd+unix://, nbds://...) through libnbd. */
 int dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp);
+/* The same, giving up the connection after timeout_ms (-1: never). */
+int dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+                          struct hhc_dev **devp);
 bool dev_is_nbd_uri (const char *path);
 /* A path or an NBD URI (create_size and direct apply to files). */
 int dev_open_path (const char *path, uint64_t create_size, bool direct,

@@ -224,6 +224,7 @@ struct hhc_log {
   unsigned healthy;
   unsigned unvoided;         /* atomic: failed mirrors not yet voided */
   uint64_t next_void_ns;     /* writer: next background void attempt */
+  unsigned void_tries;       /* attempts since the last success (lock) */
   pthread_mutex_t void_lock; /* one void_failed at a time; -> lock */
   pthread_t writer;
   struct log_callbacks cb;
@@ -416,6 +417,7 @@ owe_void_locked (struct hhc_log *log, struct mirror *m)
   m->want_void = true;
   __atomic_add_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
   log->next_void_ns = 0; /* try at once */
+  log->void_tries = 0;
   pthread_cond_broadcast (&log->writer_cv);
 }
 
@@ -603,6 +605,10 @@ release_sb_hold (struct hhc_log *log)
  */
 #define LOG_VOID_MAGIC "HHCVOID1"
 #define VOID_RETRY_NS 1000000000u
+/* Dialling a dead NBD mirror again is bounded: the writer or a FLUSH
+ * waits for it.
+ */
+#define VOID_DIAL_MS 1000
 
 static void
 quiet_log (enum hhc_log_level level, const char *msg)
@@ -662,7 +668,7 @@ void_failed (struct hhc_log *log)
        * twice (flock).
        */
       if (r && m->path && dev_is_nbd_uri (m->path)
-          && dev_open_nbd (m->path, quiet_log, &d) == 0)
+          && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_log, &d) == 0)
         {
           r = void_dev (d, luuid, cuuid);
           dev_close (d);
@@ -2467,10 +2473,18 @@ writer_thread (void *arg)
           /* Only when idle: a failed mirror's device may be slow to
            * answer, and the healthy ones come first.
            */
-          log->next_void_ns = hhc_now_ns () + VOID_RETRY_NS;
+          /* Backing off (1, 2, 4, 8 s): a dead NBD mirror's dial may
+           * take VOID_DIAL_MS of the writer's time.
+           */
+          unsigned shift = HHC_MIN (log->void_tries, 3u);
+          log->void_tries++;
+          log->next_void_ns
+              = hhc_now_ns () + ((uint64_t)VOID_RETRY_NS << shift);
           hhc_unlock (&log->lock);
-          log_void_failed (log);
+          unsigned left = log_void_failed (log);
           hhc_lock (&log->lock);
+          if (left == 0)
+            log->void_tries = 0;
           continue;
         }
       if (make_room (log) || active_reclaim (log))
