@@ -1454,6 +1454,18 @@ env_free (struct env *e)
   membackend_free (e->mb);
 }
 
+/* Write version of block lba: 0 or errno (no cmocka assertion: for
+ * the tests' own threads too).
+ */
+static int
+env_try_write (struct env *e, uint64_t lba, uint64_t version)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, version);
+  return hhc_write (e->vol, &e->be, blk, BS, lba * BS, false);
+}
+
 static void
 env_write (struct env *e, uint64_t lba, uint64_t version, bool fua)
 {
@@ -1926,6 +1938,55 @@ test_mirrors_fail (void **state)
   env_free (&e);
 }
 
+/* One mirror, the SSD and the mirror on one power supply, no write-back
+ * but the FLUSHes' (the mirror tests below).
+ */
+/* 64 blocks, 128 slots, nlogs mirrors of 512 KiB, no write-back but
+ * the FLUSHes'.
+ */
+static void
+quiet_env_init (struct env *e, unsigned nlogs)
+{
+  env_init (e, 64, 128, nlogs, LOG_REGION_OFF + 512 * KiB);
+  e->conf.dirty_low = 90;
+  e->conf.dirty_high = 95;
+  e->conf.dirty_max = 99;
+  e->conf.idle_ms = 0;
+}
+
+static void
+pw_env_init (struct env *e, struct power *pw)
+{
+  quiet_env_init (e, 1);
+  power_init (pw, e->mb);
+  e->be.pw = pw;
+  to_pdev (e->logs[0].pd)->pw = pw;
+  to_pdev (e->ssd.pd)->pw = pw;
+  power_set_devs (pw, (struct hhc_dev *[]){ e->ssd.cd, e->logs[0].cd }, 2);
+}
+
+/* A run in hhc that leaves block 3 (version 41) dirty in the cache and
+ * in the log.
+ */
+static void
+dirty_in_log (struct env *e)
+{
+  env_open (e);
+  env_write (e, 3, 41, false);
+  env_flush (e);
+  env_close (e);
+}
+
+static void
+pw_env_free (struct env *e, struct power *pw)
+{
+  e->be.pw = NULL;
+  to_pdev (e->logs[0].pd)->pw = NULL;
+  to_pdev (e->ssd.pd)->pw = NULL;
+  env_free (e);
+  power_destroy (pw);
+}
+
 /* ssd-sync=checkpoint: the only mirror fails, a FLUSH falls back (the
  * block goes to the backend), and then the power fails.  The log comes
  * back readable with the block's older version under its last barrier:
@@ -1937,17 +1998,8 @@ test_wal_mirror_lost (void **state)
   struct env e;
   struct power pw;
 
-  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
-  power_init (&pw, e.mb);
-  e.be.pw = &pw;
-  to_pdev (e.logs[0].pd)->pw = &pw;
-  to_pdev (e.ssd.pd)->pw = &pw;
-  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
+  pw_env_init (&e, &pw);
   e.conf.wal = true;
-  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
-  e.conf.dirty_high = 95;
-  e.conf.dirty_max = 99;
-  e.conf.idle_ms = 0;
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_write (&e, 4, 51, false);
@@ -1967,11 +2019,7 @@ test_wal_mirror_lost (void **state)
   assert_true (reads_v (&e, 3, 42));
   assert_true (reads_v (&e, 4, 51));
   env_close (&e);
-  e.be.pw = NULL;
-  to_pdev (e.logs[0].pd)->pw = NULL;
-  to_pdev (e.ssd.pd)->pw = NULL;
-  env_free (&e);
-  power_destroy (&pw);
+  pw_env_free (&e, &pw);
 }
 
 /* Issue 27, case 1: the only mirror fails, a FLUSH falls back (B goes
@@ -1986,16 +2034,7 @@ heal_variant (bool flush_after)
   struct env e;
   struct power pw;
 
-  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
-  power_init (&pw, e.mb);
-  e.be.pw = &pw;
-  to_pdev (e.logs[0].pd)->pw = &pw;
-  to_pdev (e.ssd.pd)->pw = &pw;
-  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
-  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
-  e.conf.dirty_high = 95;
-  e.conf.dirty_max = 99;
-  e.conf.idle_ms = 0;
+  pw_env_init (&e, &pw);
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_flush (&e); /* 41 under a barrier in the log */
@@ -2032,11 +2071,7 @@ heal_variant (bool flush_after)
   if (flush_after)
     assert_true (backend_has (&e, 5, 51));
   env_close (&e);
-  e.be.pw = NULL;
-  to_pdev (e.logs[0].pd)->pw = NULL;
-  to_pdev (e.ssd.pd)->pw = NULL;
-  env_free (&e);
-  power_destroy (&pw);
+  pw_env_free (&e, &pw);
 }
 
 /* The last mirror fails on a segment write (one transient error) and
@@ -2051,16 +2086,7 @@ test_last_mirror_kept (void **state)
   struct env e;
   struct power pw;
 
-  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
-  power_init (&pw, e.mb);
-  e.be.pw = &pw;
-  to_pdev (e.logs[0].pd)->pw = &pw;
-  to_pdev (e.ssd.pd)->pw = &pw;
-  power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
-  e.conf.dirty_low = 90; /* no write-back but the FLUSH's */
-  e.conf.dirty_high = 95;
-  e.conf.dirty_max = 99;
-  e.conf.idle_ms = 0;
+  pw_env_init (&e, &pw);
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_flush (&e); /* 41 durable in the log only */
@@ -2087,11 +2113,7 @@ test_last_mirror_kept (void **state)
               "of the SSD",
               (long long)backend_version (&e, 3));
   env_close (&e);
-  e.be.pw = NULL;
-  to_pdev (e.logs[0].pd)->pw = NULL;
-  to_pdev (e.ssd.pd)->pw = NULL;
-  env_free (&e);
-  power_destroy (&pw);
+  pw_env_free (&e, &pw);
 }
 
 static void
@@ -2112,15 +2134,8 @@ test_retire (void **state)
 {
   struct env e;
 
-  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
-  e.conf.dirty_low = 90;
-  e.conf.dirty_high = 95;
-  e.conf.dirty_max = 99;
-  e.conf.idle_ms = 0;
-  env_open (&e);
-  env_write (&e, 3, 41, false);
-  env_flush (&e);
-  env_close (&e); /* 3 dirty, in the log */
+  quiet_env_init (&e, 1);
+  dirty_in_log (&e); /* 3 dirty, in the log */
   assert_false (backend_has (&e, 3, 41));
   e.conf.mode = HHC_MODE_WBFLUSH;
   e.conf.nlogs = 0;
@@ -2156,15 +2171,8 @@ test_retire_checks (void **state)
 {
   struct env e;
 
-  env_init (&e, 64, 128, 2, LOG_REGION_OFF + 512 * KiB);
-  e.conf.dirty_low = 90;
-  e.conf.dirty_high = 95;
-  e.conf.dirty_max = 99;
-  e.conf.idle_ms = 0;
-  env_open (&e);
-  env_write (&e, 3, 41, false);
-  env_flush (&e);
-  env_close (&e);
+  quiet_env_init (&e, 2);
+  dirty_in_log (&e);
   /* (a) */
   e.conf.mode = HHC_MODE_WB;
   e.conf.nlogs = 1;
@@ -2221,13 +2229,11 @@ static void *
 gc_thread (void *p)
 {
   struct gc_arg *a = p;
-  unsigned char blk[BS];
 
   for (unsigned i = 0; i < GC_ITERS && a->err == 0; i++)
     {
       uint64_t lba = a->id * 4 + i % 4;
-      pattern_fill (blk, lba, 0, SECTORS, 1 + i);
-      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, lba * BS, false);
+      a->err = env_try_write (a->e, lba, 1 + i);
       if (a->err == 0)
         a->err = hhc_flush (a->e->vol, &a->e->be);
     }
@@ -2754,13 +2760,11 @@ static void *
 ring_thread (void *p)
 {
   struct ring_arg *a = p;
-  unsigned char blk[BS];
 
   for (uint64_t i = 0; i < SMALL_RING_ROUNDS && a->err == 0; i++)
     {
       uint64_t l = (i * 37) % 64;
-      pattern_fill (blk, l, 0, SECTORS, 1000 + i);
-      a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * BS, false);
+      a->err = env_try_write (a->e, l, 1000 + i);
       if (a->err == 0)
         a->err = hhc_flush (a->e->vol, &a->e->be);
       a->expect[l] = 1000 + i;
@@ -2783,20 +2787,16 @@ static void *
 pin_thread (void *p)
 {
   struct pin_arg *a = p;
-  unsigned char blk[BS];
 
-  pattern_fill (blk, 0, 0, SECTORS, 7);
-  a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, 0, false);
+  a->err = env_try_write (a->e, 0, 7);
   if (a->err == 0)
     a->err = hhc_flush (a->e->vol, &a->e->be);
   for (uint64_t i = 0; i < 2000 && a->err == 0; i++)
     {
-      uint64_t l = 1 + i % 63;
       if (i % 400 == 399)
         a->err = hhc_flush (a->e->vol, &a->e->be);
-      pattern_fill (blk, l, 0, SECTORS, 1000 + i);
       if (a->err == 0)
-        a->err = hhc_write (a->e->vol, &a->e->be, blk, BS, l * BS, false);
+        a->err = env_try_write (a->e, 1 + i % 63, 1000 + i);
     }
   if (a->err == 0)
     a->err = hhc_flush (a->e->vol, &a->e->be);
