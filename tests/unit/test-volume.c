@@ -1046,6 +1046,98 @@ test_flusher_flush_error_no_passdown (void **state)
   env_free (&e);
 }
 
+/* wb: another backend flush that fails while write-back's writes are
+ * unflushed drops them too (the backend drops every unflushed write),
+ * and write-back's own flush then succeeds with nothing left to write:
+ * the blocks must stay dirty, never be clean while the backend lacks
+ * them (the spin model's flaw 10).  y is zeroed (a pass-down, so that
+ * a client's FLUSH flushes the backend) and x written (dirty); a
+ * write-back batch runs in this thread; at the start of its backend
+ * flush a hook makes another thread's FLUSH fail on the backend (which
+ * drops the write-back of x) and waits for it; then the batch's flush
+ * goes on and succeeds.
+ */
+struct other_flush {
+  struct env *e;
+  bool armed;  /* the next backend flush is the write-back's */
+  bool ran;    /* the hook ran the other FLUSH */
+  bool joined; /* and it returned */
+  int result;  /* its result */
+};
+
+static void *
+other_flush_run (void *arg)
+{
+  struct other_flush *o = arg;
+
+  o->result = hhc_flush (o->e->vol, o->e->mb);
+  return NULL;
+}
+
+static void
+other_flush_hook (void *opaque, uint64_t offset, uint32_t count)
+{
+  struct other_flush *o = opaque;
+  pthread_t t;
+
+  /* Only the write-back's flush: the other FLUSH's passes through. */
+  if (!o->armed)
+    return;
+  o->armed = false;
+  membackend_fail_next (o->e->mb, MB_OP_FLUSH, 1);
+  if (pthread_create (&t, NULL, other_flush_run, o) != 0)
+    return;
+  o->ran = true;
+  o->joined = test_join (t, TIMEOUT_MS);
+}
+
+static void
+test_writeback_other_flush_failed (void **state)
+{
+  struct env e;
+  struct other_flush o = { .e = &e, .result = -1 };
+  unsigned char x[BS], got[BS];
+  long n;
+
+  pattern_fill (x, X / BS, 0, SECTORS, 1);
+  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  membackend_set_drop_on_flush_error (e.mb, true);
+  env_open (&e);
+  assert_int_equal (hhc_zero (e.vol, e.mb, BS, Y, false), 0);
+  assert_int_equal (membackend_count (e.mb, MB_ZEROS), 1);
+  assert_int_equal (hhc_write (e.vol, e.mb, x, BS, X, false), 0);
+  assert_int_equal (counts (&e).dirty, 1);
+
+  o.armed = true;
+  membackend_set_hook (e.mb, MB_OP_FLUSH, other_flush_hook, &o);
+  n = flusher_batch (e.vol, e.mb, 1);
+  membackend_set_hook (e.mb, MB_OP_FLUSH, NULL, NULL);
+  membackend_fail_next (e.mb, MB_OP_FLUSH, 0);
+  assert_true (o.ran);
+  assert_true (o.joined);
+  assert_int_equal (o.result, EIO);
+  assert_int_equal (membackend_count (e.mb, MB_FLUSH_ERRORS), 1);
+  /* The test's premise: the backend dropped the write-back of x. */
+  assert_int_not_equal (membackend_cmp (e.mb, false, x, BS, X), 0);
+  assert_int_not_equal (membackend_cmp (e.mb, true, x, BS, X), 0);
+  if (n > 0 || counts (&e).dirty != 1)
+    fail_msg ("wb: write-back cleaned x (batch returned %ld, %llu blocks "
+              "dirty) although another backend flush failed meanwhile and "
+              "dropped its write: the backend lacks x",
+              n, (unsigned long long)counts (&e).dirty);
+  assert_int_equal (n, -EIO);
+
+  /* The fault gone, the next write-back makes x durable. */
+  assert_int_equal (flusher_batch (e.vol, e.mb, 1), 1);
+  assert_int_equal (counts (&e).dirty, 0);
+  assert_int_equal (membackend_cmp (e.mb, true, x, BS, X), 0);
+  assert_int_equal (hhc_read (e.vol, e.mb, got, BS, X), 0);
+  assert_memory_equal (got, x, BS);
+  /* The failed flush may have dropped the zero of y: sticky. */
+  assert_int_equal (hhc_flush (e.vol, e.mb), EIO);
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -1068,6 +1160,7 @@ main (void)
     cmocka_unit_test (test_sticky_flush_flusher),
     cmocka_unit_test (test_sticky_flush_race),
     cmocka_unit_test (test_flusher_flush_error_no_passdown),
+    cmocka_unit_test (test_writeback_other_flush_failed),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
