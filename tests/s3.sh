@@ -68,6 +68,12 @@ _s3_answers ()
   curl -s -k -o /dev/null --max-time 2 "$s3_endpoint/"
 }
 
+# s3rver answers, or has exited.
+_s3_up_or_gone ()
+{
+  _s3_answers || ! _hhc_alive "$s3_pid"
+}
+
 # SIGTERM, then SIGKILL, of a server this test started.
 _s3_stop ()
 {
@@ -81,7 +87,7 @@ _s3_stop ()
 
 start_s3rver ()
 {
-  local n
+  local n attempt
   local -a buckets=() opts=()
   : "${tmp:?start_s3rver: call make_tmpdir first}"
   while [ $# -gt 0 ]; do
@@ -90,21 +96,28 @@ start_s3rver ()
       *) buckets+=(--configure-bucket "$1"); shift ;;
     esac
   done
-  for (( n = 0; n < 50; n++ )); do
-    s3_port=$(( 20000 + RANDOM % 20000 ))
-    _s3_port_free "$s3_port" && break
-  done
   s3_data=$tmp/s3rver
   mkdir -p "$s3_data"
-  node "$s3rver_bin" -d "$s3_data" -a 127.0.0.1 -p "$s3_port" \
-    --silent "${opts[@]}" "${buckets[@]}" </dev/null >"$tmp/s3rver.log" 2>&1 &
-  s3_pid=$!
-  s3_endpoint=http://127.0.0.1:$s3_port
-  [ ${#opts[@]} -eq 0 ] || s3_endpoint=https://127.0.0.1:$s3_port
   cleanup_fn _hhc_print_log_if_failed "$tmp/s3rver.log"
-  cleanup_fn _s3_stop "$s3_pid"
-  poll_until 30 _s3_answers ||
-    fail "s3rver did not start on port $s3_port (see $tmp/s3rver.log)"
+  # A port that was free when picked may be taken before s3rver binds
+  # it (another test's server, or an outgoing connection): then s3rver
+  # exits with EADDRINUSE, and another port is tried.  Ports below
+  # 32768, the start of Linux's ephemeral range.
+  for (( attempt = 1; attempt <= 5; attempt++ )); do
+    for (( n = 0; n < 50; n++ )); do
+      s3_port=$(( 20000 + RANDOM % 12000 ))
+      _s3_port_free "$s3_port" && break
+    done
+    node "$s3rver_bin" -d "$s3_data" -a 127.0.0.1 -p "$s3_port" \
+      --silent "${opts[@]}" "${buckets[@]}" </dev/null >"$tmp/s3rver.log" 2>&1 &
+    s3_pid=$!
+    s3_endpoint=http://127.0.0.1:$s3_port
+    [ ${#opts[@]} -eq 0 ] || s3_endpoint=https://127.0.0.1:$s3_port
+    cleanup_fn _s3_stop "$s3_pid"
+    poll_until 30 _s3_up_or_gone && _s3_answers && return 0
+    grep -q EADDRINUSE "$tmp/s3rver.log" || break
+  done
+  fail "s3rver did not start on port $s3_port (see $tmp/s3rver.log)"
 }
 
 start_s3server ()
