@@ -48,7 +48,8 @@ start_tgtd ()
   local n
   : "${tmp:?start_tgtd: call make_tmpdir first}"
   for (( n = 0; n < 50; n++ )); do
-    tgt_port=$(( 20000 + RANDOM % 20000 ))
+    # Below 32768, where the ephemeral ports start (tests/s3.sh).
+    tgt_port=$(( 20000 + RANDOM % 12000 ))
     _tgt_port_free "$tgt_port" || continue
     # tgtd's control channel is a unix socket named after this number.
     tgt_ctl=$(( 1000 + RANDOM % 30000 ))
