@@ -292,11 +292,9 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
    */
   uint64_t nfail = bflush_failures (vol);
   write_extents (&b, nthreads);
-  uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE), ff;
-  uint64_t ft = bflush_begin (vol, &ff);
+  uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE);
   fseq = vol_passdown_seq (vol); /* after fw: covers all it counts */
-  ferr = vol->ops->flush (bctx);
-  bflush_end (vol, ft, ferr, ff);
+  ferr = bflush_run (vol, bctx);
   if (ferr == 0)
     {
       bflush_wait (vol);

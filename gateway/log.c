@@ -222,9 +222,13 @@ struct hhc_log {
   size_t hdrcap;
   unsigned char *markbuf; /* the writer's wrap marker */
   unsigned healthy;
-  unsigned unvoided;         /* atomic: failed mirrors not yet voided */
-  uint64_t next_void_ns;     /* writer: next background void attempt */
-  unsigned void_tries;       /* attempts since the last success (lock) */
+  unsigned unvoided;     /* atomic: failed mirrors not yet voided */
+  uint64_t next_void_ns; /* writer: next background void attempt */
+  /* A dead NBD mirror is dialled again at most after 1, 2, 4, then
+   * every 8 s (dial_due_locked); lock.
+   */
+  uint64_t next_dial_ns;
+  unsigned dial_tries;
   pthread_mutex_t void_lock; /* one void_failed at a time; -> lock */
   pthread_t writer;
   struct log_callbacks cb;
@@ -405,9 +409,6 @@ mirror_thread (void *arg)
   return NULL;
 }
 
-/* Mark m failed (log->lock held): it is written no more, and the
- * writer voids it on disk as soon as it can (void_failed).
- */
 /* Owe a void to failed mirror m (log->lock held). */
 static void
 owe_void_locked (struct hhc_log *log, struct mirror *m)
@@ -416,8 +417,8 @@ owe_void_locked (struct hhc_log *log, struct mirror *m)
     return;
   m->want_void = true;
   __atomic_add_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
-  log->next_void_ns = 0; /* try at once */
-  log->void_tries = 0;
+  log->next_void_ns = log->next_dial_ns = 0; /* try at once */
+  log->dial_tries = 0;
   pthread_cond_broadcast (&log->writer_cv);
 }
 
@@ -599,14 +600,16 @@ release_sb_hold (struct hhc_log *log)
  * write that old data over newer data.  So a failed mirror is voided:
  * both superblock copies become a void superblock (magic LOG_VOID_MAGIC,
  * the log and cache UUIDs, crc32c), and a void mirror reads as blank.
- * The writer tries at once and about once a second until it succeeds,
- * every FLUSH that finds one owed tries too (log_void_failed), and so
- * does log_stop.  A failed mirror never counts again in this run.
+ * When it is owed one: mark_failed_locked, log_void_stale.  Then the
+ * writer tries when idle, every VOID_RETRY_NS, as do every FLUSH that
+ * falls back and log_stop; a dead NBD connection is dialled again only
+ * as dial_due_locked allows.  A failed mirror never counts again in
+ * this run.
  */
 #define LOG_VOID_MAGIC "HHCVOID1"
 #define VOID_RETRY_NS 1000000000u
-/* Dialling a dead NBD mirror again is bounded: the writer or a FLUSH
- * waits for it.
+/* Dialling a dead NBD mirror again is bounded (a TCP connect to a host
+ * that is gone waits minutes): the writer or a FLUSH waits for it.
  */
 #define VOID_DIAL_MS 1000
 
@@ -643,11 +646,29 @@ void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
   return r ? r : dev_sync (dev);
 }
 
-/* Void every failed mirror that is owed it (void_lock held; not
- * log->lock: the devices of failed mirrors are used by no one else).
+/* May a dead NBD mirror be dialled again now (lock held)?  If so, the
+ * next dial waits 1, 2, 4, then 8 s: against a host that is gone each
+ * costs VOID_DIAL_MS of a FLUSH's or the writer's time.
+ */
+static bool
+dial_due_locked (struct hhc_log *log)
+{
+  uint64_t now = hhc_now_ns ();
+
+  if (now < log->next_dial_ns)
+    return false;
+  log->next_dial_ns
+      = now + ((uint64_t)VOID_RETRY_NS << HHC_MIN (log->dial_tries, 3u));
+  log->dial_tries++;
+  return true;
+}
+
+/* Void every failed mirror that is owed it, dialling a dead NBD one
+ * again if dial (void_lock held; not log->lock: the devices of failed
+ * mirrors are used by no one else).
  */
 static void
-void_failed (struct hhc_log *log)
+void_failed (struct hhc_log *log, bool dial)
 {
   uint8_t luuid[16], cuuid[16];
 
@@ -667,7 +688,7 @@ void_failed (struct hhc_log *log)
        * server again (it may be back).  A file device is not opened
        * twice (flock).
        */
-      if (r && m->path && dev_is_nbd_uri (m->path)
+      if (r && dial && m->path && dev_is_nbd_uri (m->path)
           && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_log, &d) == 0)
         {
           r = void_dev (d, luuid, cuuid);
@@ -712,8 +733,11 @@ log_void_failed (struct hhc_log *log)
 {
   if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) == 0)
     return 0;
+  hhc_lock (&log->lock);
+  bool dial = dial_due_locked (log);
+  hhc_unlock (&log->lock);
   HHC_SCOPED_LOCK (&log->void_lock);
-  void_failed (log);
+  void_failed (log, dial);
   return __atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE);
 }
 
@@ -2470,21 +2494,11 @@ writer_thread (void *arg)
       if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) > 0
           && hhc_now_ns () >= log->next_void_ns)
         {
-          /* Only when idle: a failed mirror's device may be slow to
-           * answer, and the healthy ones come first.
-           */
-          /* Backing off (1, 2, 4, 8 s): a dead NBD mirror's dial may
-           * take VOID_DIAL_MS of the writer's time.
-           */
-          unsigned shift = HHC_MIN (log->void_tries, 3u);
-          log->void_tries++;
-          log->next_void_ns
-              = hhc_now_ns () + ((uint64_t)VOID_RETRY_NS << shift);
+          /* Only when idle: the healthy mirrors come first. */
+          log->next_void_ns = hhc_now_ns () + VOID_RETRY_NS;
           hhc_unlock (&log->lock);
-          unsigned left = log_void_failed (log);
+          log_void_failed (log);
           hhc_lock (&log->lock);
-          if (left == 0)
-            log->void_tries = 0;
           continue;
         }
       if (make_room (log) || active_reclaim (log))
@@ -2595,7 +2609,10 @@ log_stop (struct hhc_log *log)
         pthread_join (log->m[i].thread, NULL);
         log->m[i].has_thread = false;
       }
-  log_void_failed (log); /* a last try */
+  hhc_lock (&log->lock);
+  log->next_dial_ns = 0; /* a last try, dialling too */
+  hhc_unlock (&log->lock);
+  log_void_failed (log);
   log->started = false;
 }
 

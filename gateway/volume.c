@@ -845,7 +845,6 @@ flush_backend (struct hhc_volume *vol, void *bctx)
   uint64_t w = load64 (&vol->be_written);
   uint64_t f = load64 (&vol->be_flushed);
   uint64_t seq = vol_passdown_seq (vol); /* after w: covers all it counts */
-  uint64_t t;
   int r;
 
   /* Without multi-conn a flush covers only its own connection's
@@ -853,9 +852,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
    */
   if (hhc_mode_is_wb (vol->conf.mode) && f >= w && vol->info.multi_conn)
     return 0;
-  t = bflush_begin (vol, &f);
-  r = vol->ops->flush (bctx);
-  bflush_end (vol, t, r, f);
+  r = bflush_run (vol, bctx);
   if (r)
     {
       stat_add (&vol->stats.backend_errors, 1);
@@ -921,10 +918,10 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
   uint64_t t0 = hhc_now_ns ();
   struct log_ticket ticket = { 0 };
   bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH, fallback = false;
-  int r = __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE);
+  int r;
 
-  if (r)
-    return EIO;
+  if (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
+    return EIO; /* sticky: bflush.c */
   r = flush_backend (vol, bctx);
   int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
 

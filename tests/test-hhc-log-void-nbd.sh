@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Mode hhc: the only log mirror is an NBD server that dies (its
 # connection is gone: libnbd never reconnects a handle) and comes back
-# on the same socket.  The FLUSH that falls back must still void it,
-# dialling the server again, so that a later loss of the SSD never
-# replays its stale log.
+# on the same socket.  The gateway must still void it, dialling the
+# server again (the writer, within seconds: dials back off), so that a
+# later loss of the SSD never replays its stale log.
 #
 #   write x=A, FLUSH (A in the log); kill -9 the log server; write x=B,
 #   FLUSH (no mirror left: B written back); start the log server
-#   again; write y=C, FLUSH (falls back again, and voids the mirror:
-#   the stats show log.mirrors_unvoided 0 when it returns); kill -9
-#   the gateway; the SSD is lost; restart on a new cache with the
-#   same log: x must read B (a replay of the stale log would bring
-#   back A), y C.
+#   again; write y=C, FLUSH; the stats must show, within 30 s, the
+#   mirror voided (log.mirrors_unvoided 0); kill -9 the gateway; the
+#   SSD is lost; restart on a new cache with the same log: x must read
+#   B (a replay of the stale log would bring back A), y C.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -40,7 +39,19 @@ start_gw ()
   start_nbdkit -P "$tmp/gw.pid" -U "$tmp/gw.sock" \
     --filter="$hhc" file "$tmp/backend.img" cache="$tmp/$1" cache-size=8M \
     mode=hhc log="$(nbd_uri "$tmp/log.sock")" backend-id=log-void-nbd \
-    idle-ms=0 dirty-low=90 dirty-high=95
+    idle-ms=0 dirty-low=90 dirty-high=95 stats="$tmp/stats.json"
+}
+
+# The stats say the failed mirror is voided.
+voided ()
+{
+  python3 -c 'import json, sys
+try:
+    s = json.load(open(sys.argv[1]))["log"]
+except (OSError, ValueError, KeyError):
+    sys.exit(1)
+sys.exit(not (s["mirrors_failed"] == 1 and s["mirrors_unvoided"] == 0))' \
+    "$tmp/stats.json"
 }
 
 start_log
@@ -60,6 +71,9 @@ nbdsh_u "$tmp/gw.sock" -c "$prelude" -c '
 h.pwrite(C, y)
 h.flush()
 '
+poll_until 30 voided ||
+  fail "the dead NBD mirror was not voided within 30 s after its server" \
+       "came back"
 kill9_nbdkit "$tmp/gw.pid"
 rm -f "$tmp/cache.img" "$tmp/gw.sock"
 start_gw cache2.img
