@@ -338,11 +338,12 @@ link_log (struct hhc_volume *vol)
 /* format=force in a mode other than hhc over a cache used in hhc: its
  * log would still be replayed after the loss of the new cache, over
  * what this mode writes back.  With log= naming it, it is voided first
- * (*retired; the old cache's dirty blocks go, as format=force says);
- * without, refused.  A superblock that cannot be read pairs nothing.
+ * (log_retired; the old cache's dirty blocks go, as format=force
+ * says); without, refused.  A superblock that cannot be read pairs
+ * nothing.
  */
 static int
-retire_before_format (struct hhc_volume *vol, bool *retired)
+retire_before_format (struct hhc_volume *vol)
 {
   HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
   struct hhc_cache *c = &vol->cache;
@@ -367,7 +368,7 @@ retire_before_format (struct hhc_volume *vol, bool *retired)
     }
   struct log_conf lc = log_conf_of (vol, c->block_size);
   r = log_retire (&lc, c->uuid, c->linked_log, true);
-  *retired = vol->log_retired = r == 0;
+  vol->log_retired = r == 0;
   return r;
 }
 
@@ -376,7 +377,6 @@ static int
 open_cache (struct hhc_volume *vol, bool *formatted)
 {
   HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
-  bool retired = false;
   int r;
 
   if (identity == NULL)
@@ -424,9 +424,10 @@ format:
              "the backend has no export description and backend-id= is "
              "not set: the cache is tied to the backend's size only");
   if (vol->conf.format == HHC_FORMAT_FORCE
-      && (r = retire_before_format (vol, &retired)) != 0)
+      && (r = retire_before_format (vol)) != 0)
     return r;
-  if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0 && !retired)
+  if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0
+      && !vol->log_retired)
     {
       /* A log next to a new cache is replayed, which only mode hhc
        * does.
