@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "devcrash.h"
 #include "membackend.h"
 #include "volume_int.h"
 

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "devcrash.h"
 #include "membackend.h"
 #include "volume_int.h"
 

@@ -81,6 +81,7 @@
 
 #include "common.h"
 #include "crc32c.h"
+#include "devcrash.h"
 #include "membackend.h"
 #include "volume_int.h"
 

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "devcrash.h"
 #include "membackend.h"
 #include "volume_int.h"
 
