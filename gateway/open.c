@@ -10,11 +10,11 @@
 #include "volume_int.h"
 
 static int
-check_conf (const struct hhc_conf *conf)
+check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)
 {
   hhc_log_fn log = conf->log;
 
-  if (conf->cache_path == NULL && conf->test_dev == NULL)
+  if (conf->cache_path == NULL && (pre == NULL || pre->cache == NULL))
     {
       hhc_log (log, HHC_LOG_ERROR, "cache= is required");
       return EINVAL;
@@ -183,8 +183,8 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
     .segment_size = vol->conf.segment_size,
     .nbuffers = vol->conf.log_buffers,
     .log = vol->conf.log,
-    .test_devs = vol->conf.log_devs,
-    .ring_slots = vol->conf.log_ring_slots,
+    .test_devs = vol->pre.logs,
+    .ring_slots = vol->pre.log_ring_slots,
   };
 }
 
@@ -542,13 +542,13 @@ free_volume (struct hhc_volume *vol, bool failed)
   void (*close_dev) (struct hhc_dev *) = failed ? dev_discard : dev_close;
 
   log_close (vol->log);
-  if (vol->conf.own_log_devs)
+  if (vol->pre.owned)
     for (unsigned i = 0; i < vol->conf.nlogs; i++)
-      close_dev (vol->conf.log_devs[i]);
+      close_dev (vol->pre.logs[i]);
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
-  if (vol->conf.test_dev == NULL || vol->conf.own_dev)
+  if (vol->pre.cache == NULL || vol->pre.owned)
     close_dev (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_mutex_destroy (&vol->wal_lock);
@@ -562,47 +562,58 @@ free_volume (struct hhc_volume *vol, bool failed)
   free (vol);
 }
 
-int
-hhc_preopen (struct hhc_conf *conf)
+/* A failed start: discard what pre holds if it is hhc_preopen's (files
+ * it created are removed again).
+ */
+static void
+discard_preopened (struct hhc_preopened *pre)
 {
-  int r = check_conf (conf);
+  if (pre == NULL || !pre->owned)
+    return;
+  for (unsigned i = 0; i < HHC_MAX_LOGS; i++)
+    dev_discard (pre->logs[i]);
+  dev_discard (pre->cache);
+  free (pre);
+}
 
-  if (r == 0)
-    r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                       conf->log, &conf->test_dev);
-  if (r == 0)
-    conf->own_dev = true;
+int
+hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep)
+{
+  struct hhc_preopened *pre;
+  int r = check_conf (conf, NULL);
+
+  *prep = NULL;
+  if (r)
+    return r;
+  pre = calloc (1, sizeof *pre);
+  if (pre == NULL)
+    return ENOMEM;
+  pre->owned = true;
+  r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
+                     conf->log, &pre->cache);
   /* The log devices too (so that a missing or locked one is reported
    * at once).
    */
   for (unsigned i = 0; r == 0 && i < conf->nlogs; i++)
-    {
-      r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
-                         &conf->log_devs[i]);
-      conf->own_log_devs = true;
-    }
+    r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
+                       &pre->logs[i]);
   if (r)
-    {
-      for (unsigned i = 0; i < conf->nlogs; i++)
-        dev_discard (conf->log_devs[i]);
-      memset (conf->log_devs, 0, sizeof conf->log_devs);
-      conf->own_log_devs = false;
-      dev_discard (conf->test_dev);
-      conf->test_dev = NULL;
-      conf->own_dev = false;
-    }
+    discard_preopened (pre);
+  else
+    *prep = pre;
   return r;
 }
 
 int
-hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
+hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
+          const struct hhc_backend_ops *ops,
           const struct hhc_backend_info *info, struct hhc_volume **volp)
 {
   struct hhc_volume *vol;
   bool formatted;
   int r;
 
-  if ((r = check_conf (conf)) != 0)
+  if ((r = check_conf (conf, pre)) != 0)
     goto fail_early;
   if (info->size == 0)
     {
@@ -616,7 +627,13 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
       r = ENOMEM;
       goto fail_early;
     }
-  vol->dev = conf->test_dev; /* a pre-opened device, if any */
+  if (pre)
+    {
+      vol->pre = *pre; /* pre-opened devices, if any */
+      if (pre->owned)
+        free (pre); /* the volume has taken it over */
+    }
+  vol->dev = vol->pre.cache;
   pthread_mutex_init (&vol->wait_lock, NULL);
   pthread_mutex_init (&vol->wal_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
@@ -638,11 +655,10 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
       r = ENOMEM;
       goto fail;
     }
-  if (conf->test_dev)
-    vol->dev = conf->test_dev;
-  else if ((r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                               conf->log, &vol->dev))
-           != 0)
+  if (vol->dev == NULL
+      && (r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
+                             conf->log, &vol->dev))
+             != 0)
     goto fail;
 
   vol->cache.dev = vol->dev;
@@ -690,11 +706,7 @@ fail:
   return r;
 
 fail_early:
-  if (conf->own_dev)
-    dev_discard (conf->test_dev);
-  if (conf->own_log_devs)
-    for (unsigned i = 0; i < conf->nlogs; i++)
-      dev_discard (conf->log_devs[i]);
+  discard_preopened (pre);
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "index.h"
 #include "log.h"
 #include "lru.h"
+#include "preopen.h"
 #include "stats.h"
 
 #define PD_HASH 4096      /* regions remembered for finished passdowns */
@@ -20,7 +21,8 @@
 #define PD_RUNNING 64     /* running passdowns tracked one by one */
 
 struct hhc_volume {
-  struct hhc_conf conf; /* strings below are our own copies */
+  struct hhc_conf conf;     /* strings below are our own copies */
+  struct hhc_preopened pre; /* devices opened before hhc_open, if any */
   char *cache_path, *stats_path;
   const struct hhc_backend_ops *ops;
   struct hhc_backend_info info;

@@ -22,6 +22,7 @@
 #include "common.h"
 #include "devcrash.h"
 #include "membackend.h"
+#include "preopen.h"
 #include "volume_int.h"
 
 #define BS 4096u
@@ -33,6 +34,7 @@ struct env {
   struct hhc_dev *cdev, *hdev;
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
 };
 
@@ -48,14 +50,15 @@ env_init (struct env *e, uint32_t nslots, uint64_t backend_size,
   e->hdev = hookdev_new (e->cdev);
   e->info = membackend_info (e->mb, preferred, "membackend:flusher");
   hhc_conf_init (&e->conf);
-  e->conf.test_dev = e->hdev;
+  e->pre.cache = e->hdev;
   e->conf.log = test_log;
 }
 
 static void
 env_open (struct env *e)
 {
-  assert_int_equal (hhc_open (&e->conf, &membackend_ops, &e->info, &e->vol), 0);
+  assert_int_equal (
+      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
 }
 
 static void
@@ -316,12 +319,12 @@ test_watermarks (void **state)
   e.vol = NULL;
   /* Inconsistent watermarks are refused. */
   e.conf.dirty_low = 70;
-  assert_int_equal (hhc_open (&e.conf, &membackend_ops, &e.info, &e.vol),
-                    EINVAL);
+  assert_int_equal (
+      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), EINVAL);
   e.conf.dirty_low = 20;
   e.conf.dirty_max = 101;
-  assert_int_equal (hhc_open (&e.conf, &membackend_ops, &e.info, &e.vol),
-                    EINVAL);
+  assert_int_equal (
+      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), EINVAL);
   e.vol = NULL;
   env_free (&e);
 }
