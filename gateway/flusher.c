@@ -19,6 +19,8 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "passdown.h"
+#include "reclaim.h"
 #include "flusher.h"
 #include "volume_int.h"
 
@@ -120,7 +122,7 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
   struct hhc_stripe *st = index_stripe (&vol->idx, blk->lba);
   HHC_SCOPED_LOCK (&st->lock);
   uint32_t f = active_get (st, blk->slot);
-  bool passdown = vol_passdown_since (vol, seq, blk->lba);
+  bool passdown = passdown_since (vol, seq, blk->lba);
 
   /* A client that wrote the block meanwhile set ACT_REDIRTY. */
   bool clean = ok && !(f & ACT_REDIRTY) && !passdown;
@@ -237,7 +239,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 
   struct wb_batch b = { .vol = vol, .bctx = bctx };
   uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
-  uint64_t seq = vol_passdown_seq (vol);
+  uint64_t seq = passdown_seq (vol);
   long cleaned = 0;
   uint64_t fseq;
   int err = 0, ferr;
@@ -293,7 +295,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
   uint64_t nfail = bflush_failures (vol);
   write_extents (&b, nthreads);
   uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE);
-  fseq = vol_passdown_seq (vol); /* after fw: covers all it counts */
+  fseq = passdown_seq (vol); /* after fw: covers all it counts */
   ferr = bflush_run (vol, bctx);
   if (ferr == 0)
     {
@@ -303,7 +305,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     }
   if (ferr == 0 && vol->info.multi_conn)
     {
-      vol_backend_flushed (vol, fseq);
+      passdown_flushed (vol, fseq);
       bflush_done (vol, fw);
     }
   for (uint32_t i = 0; i < b.nextents; i++)

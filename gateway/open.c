@@ -552,7 +552,7 @@ free_volume (struct hhc_volume *vol, bool failed)
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_mutex_destroy (&vol->wal_lock);
   pthread_cond_destroy (&vol->wait_cond);
-  pthread_mutex_destroy (&vol->pd_lock);
+  pthread_mutex_destroy (&vol->pd.lock);
   pthread_mutex_destroy (&vol->bf_lock);
   pthread_cond_destroy (&vol->bf_cond);
   free (vol->identity);
@@ -636,7 +636,7 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
   pthread_mutex_init (&vol->wait_lock, NULL);
   pthread_mutex_init (&vol->wal_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
-  pthread_mutex_init (&vol->pd_lock, NULL);
+  pthread_mutex_init (&vol->pd.lock, NULL);
   pthread_mutex_init (&vol->bf_lock, NULL);
   pthread_cond_init (&vol->bf_cond, NULL);
   vol->conf = *conf;

@@ -17,7 +17,7 @@
  * A new slot comes from the free pool (invariant 1); when it is empty
  * reads bypass the cache and writes wait for the flusher to evict.
  * Trim and zero invalidate whole blocks and pass down ("passdown");
- * they are recorded (vol_passdown_since) so that a concurrent fill or
+ * they are recorded (passdown_since) so that a concurrent fill or
  * write-back of an affected block does not mark it clean.
  *
  * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
@@ -31,15 +31,9 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "passdown.h"
+#include "reclaim.h"
 #include "volume_int.h"
-
-void
-vol_wake_waiters (struct hhc_volume *vol)
-{
-  hhc_lock (&vol->wait_lock);
-  pthread_cond_broadcast (&vol->wait_cond);
-  hhc_unlock (&vol->wait_lock);
-}
 
 /* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
  * ended); callers re-check their condition.
@@ -67,7 +61,7 @@ wait_for_flusher (struct hhc_volume *vol)
 static void
 wait_passdowns (struct hhc_volume *vol, uint64_t lba)
 {
-  while (vol_passdown_running (vol, lba))
+  while (passdown_running (vol, lba))
     wait_a_little (vol);
 }
 
@@ -103,122 +97,6 @@ be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
     stat_add (&vol->stats.backend_errors, 1);
   memset (blk + n, 0, vol->bs - n);
   return r;
-}
-
-uint64_t
-vol_passdown_seq (struct hhc_volume *vol)
-{
-  return load64 (&vol->pd_seq);
-}
-
-/* Record a passdown of blocks [first, last); returns its index in
- * pd_run (PD_RUNNING if it did not fit: then every check says yes
- * until it ends).
- */
-static unsigned
-passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
-{
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  uint64_t id = ++vol->pd_next;
-  unsigned i;
-
-  for (i = 0; i < PD_RUNNING; i++)
-    if (vol->pd_run[i].seq == 0)
-      {
-        vol->pd_run[i] = (struct vol_passdown){ first, last, id };
-        break;
-      }
-  if (i == PD_RUNNING)
-    vol->pd_overflow++;
-  __atomic_fetch_add (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
-  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
-  return i;
-}
-
-static void
-passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last)
-{
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  uint64_t id = ++vol->pd_next;
-
-  __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
-  if (i < PD_RUNNING)
-    vol->pd_run[i].seq = 0;
-  else
-    vol->pd_overflow--;
-  /* Remember the end per region (every region once is enough for a
-   * huge range: each hash bucket gets id).
-   */
-  uint64_t r0 = first >> PD_REGION_SHIFT;
-  uint64_t r1 = (last - 1) >> PD_REGION_SHIFT;
-  if (r1 - r0 >= PD_HASH)
-    for (unsigned h = 0; h < PD_HASH; h++)
-      vol->pd_done[h] = id;
-  else
-    for (uint64_t rg = r0; rg <= r1; rg++)
-      vol->pd_done[hhc_hash64 (rg) % PD_HASH] = id;
-  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
-  __atomic_fetch_sub (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
-  vol_wake_waiters (vol); /* writers waiting in wait_passdowns */
-}
-
-/* pd_lock held. */
-static bool
-running_on (struct hhc_volume *vol, uint64_t lba)
-{
-  if (vol->pd_overflow)
-    return true;
-  for (unsigned i = 0; i < PD_RUNNING; i++)
-    if (vol->pd_run[i].seq && vol->pd_run[i].first <= lba
-        && lba < vol->pd_run[i].last)
-      return true;
-  return false;
-}
-
-void
-vol_backend_flushed (struct hhc_volume *vol, uint64_t seq)
-{
-  uint64_t f = load64 (&vol->pd_flushed);
-
-  while (f < seq
-         && !__atomic_compare_exchange_n (&vol->pd_flushed, &f, seq, false,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    ;
-}
-
-/* Did a passdown on lba's region end after the last backend flush?
- * Then the backend may still lose it: a fill must not cache the block
- * (its clean entry would not be the backend's durable data).
- */
-static bool
-passdown_unflushed (struct hhc_volume *vol, uint64_t lba)
-{
-  uint64_t f = load64 (&vol->pd_flushed);
-
-  if (load64 (&vol->pd_seq) <= f)
-    return false; /* fast path: nothing since the last flush */
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > f;
-}
-
-bool
-vol_passdown_running (struct hhc_volume *vol, uint64_t lba)
-{
-  if (load64 (&vol->pd_active) == 0)
-    return false;
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return running_on (vol, lba);
-}
-
-bool
-vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba)
-{
-  if (load64 (&vol->pd_active) == 0 && load64 (&vol->pd_seq) == seq)
-    return false; /* fast path: nothing happened */
-
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return running_on (vol, lba)
-         || vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > seq;
 }
 
 /* ---- stripe lock held below this line ---- */
@@ -302,8 +180,8 @@ claim_fill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
 {
   uint32_t t;
 
-  if (index_lookup (&vol->idx, lba) != HHC_NIL
-      || vol_passdown_since (vol, seq, lba) || passdown_unflushed (vol, lba))
+  if (index_lookup (&vol->idx, lba) != HHC_NIL || passdown_since (vol, seq, lba)
+      || passdown_unflushed (vol, lba))
     return HHC_NIL;
   t = cache_alloc_slot (&vol->cache);
   if (t != HHC_NIL)
@@ -326,7 +204,7 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
           uint64_t lba, uint32_t nmax, char *out, uint32_t off, uint32_t want,
           uint32_t *nread)
 {
-  uint64_t seq = vol_passdown_seq (vol);
+  uint64_t seq = passdown_seq (vol);
   uint32_t slots[FILL_RUN_MAX];
   uint32_t k = 1;
   uint64_t bytes;
@@ -369,7 +247,7 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
         w = cache_write_slot (&vol->cache, t, buf + (size_t)i * vol->bs, 0,
                               vol->bs);
       hhc_lock (&s2->lock);
-      if (r == 0 && w == 0 && !vol_passdown_since (vol, seq, lba + i))
+      if (r == 0 && w == 0 && !passdown_since (vol, seq, lba + i))
         {
           publish_locked (vol, t, SLOT_CLEAN);
           active_set (s2, t, 0);
@@ -542,7 +420,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
             uint32_t len, bool fua, bool *retry)
 {
   bool wt = vol->conf.mode == HHC_MODE_WT;
-  uint64_t seq = vol_passdown_seq (vol);
+  uint64_t seq = passdown_seq (vol);
   HHC_CLEANUP_FREE char *blk = NULL;
   const char *data = buf;
   int r = 0;
@@ -562,8 +440,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (r == 0
-      && ((len == vol->bs && !wt) || !vol_passdown_since (vol, seq, lba)))
+  if (r == 0 && ((len == vol->bs && !wt) || !passdown_since (vol, seq, lba)))
     {
       if (vol->log)
         log_append (vol->log, t, lba, data);
@@ -791,7 +668,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
 {
   uint64_t w = load64 (&vol->be_written);
   uint64_t f = load64 (&vol->be_flushed);
-  uint64_t seq = vol_passdown_seq (vol); /* after w: covers all it counts */
+  uint64_t seq = passdown_seq (vol); /* after w: covers all it counts */
   int r;
 
   /* Without multi-conn a flush covers only its own connection's
@@ -806,7 +683,7 @@ flush_backend (struct hhc_volume *vol, void *bctx)
       return r;
     }
   if (vol->info.multi_conn) /* else it covered only this connection */
-    vol_backend_flushed (vol, seq);
+    passdown_flushed (vol, seq);
   bflush_done (vol, w);
   /* A flush that began before this one ended may yet fail, having
    * dropped what this one found nothing left of (bflush.c).
@@ -1073,70 +950,5 @@ hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
                       0, &k);
       b += k;
     }
-  return r;
-}
-
-/* ---- eviction ---- */
-
-bool
-vol_needs_reclaim (struct hhc_volume *vol)
-{
-  return cache_nfree (&vol->cache) < vol->free_low;
-}
-
-/* Try to evict slot s (LRU lock held; stripe taken with trylock since
- * the usual order is stripe -> LRU).
- */
-static bool
-try_evict (struct hhc_volume *vol, uint32_t s)
-{
-  uint64_t lba = slot_lba (&vol->idx.slots[s]);
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  bool done = false;
-
-  if (pthread_mutex_trylock (&st->lock) != 0)
-    return false;
-  if (index_lookup (&vol->idx, lba) == s
-      && slot_state (&vol->idx.slots[s]) == SLOT_CLEAN
-      && active_get (st, s) == 0)
-    {
-      index_remove (&vol->idx, s);
-      lru_unlink_locked (&vol->lru, s);
-      cache_set_state (&vol->cache, s, SLOT_FREE);
-      cache_release_slot (&vol->cache, s);
-      done = true;
-    }
-  hhc_unlock (&st->lock);
-  return done;
-}
-
-uint32_t
-vol_evict (struct hhc_volume *vol, uint32_t n)
-{
-  HHC_SCOPED_LOCK (&vol->lru.lock);
-  uint32_t done = 0, looked = 0;
-  uint32_t s = lru_colder_prev (&vol->lru, HHC_NIL);
-
-  while (s != HHC_NIL && done < n && looked < 4 * n)
-    {
-      uint32_t next = lru_colder_prev (&vol->lru, s);
-      looked++;
-      if (try_evict (vol, s))
-        done++;
-      s = next;
-    }
-  stat_add (&vol->stats.evictions, done);
-  return done;
-}
-
-int
-vol_reclaim (struct hhc_volume *vol)
-{
-  uint32_t n = vol_evict (vol, vol->evict_batch);
-  int r = 0;
-
-  if (n > 0 || cache_npending (&vol->cache) > 0)
-    r = cache_commit (&vol->cache);
-  vol_wake_waiters (vol);
   return r;
 }

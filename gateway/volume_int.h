@@ -7,18 +7,16 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "common.h"
 #include "dev.h"
 #include "flusher.h"
 #include "hhc.h"
 #include "index.h"
 #include "log.h"
 #include "lru.h"
+#include "passdown.h"
 #include "preopen.h"
 #include "stats.h"
-
-#define PD_HASH 4096      /* regions remembered for finished passdowns */
-#define PD_REGION_SHIFT 6 /* a region is 64 blocks */
-#define PD_RUNNING 64     /* running passdowns tracked one by one */
 
 struct hhc_volume {
   struct hhc_conf conf;     /* strings below are our own copies */
@@ -65,29 +63,10 @@ struct hhc_volume {
   uint64_t bf_next, bf_done_below;
   uint64_t bf_failures; /* atomic: backend flushes that failed */
   bool bf_done[BF_WINDOW];
-  /* Trim, zero and pass-through writes change the backend under the
-   * cache ("passdowns").  Each one is recorded in a ring with the block
-   * range it covers and sequence numbers taken at its start and end; a
-   * read-miss fill or a write-back that overlapped one on its block
-   * does not mark that block clean (the backend may have moved under
-   * it).  See vol_passdown_since.
+  /* Trims, zeros and pt writes in progress or not yet flushed
+   * (passdown.c).
    */
-  pthread_mutex_t pd_lock; /* protects the pd_ fields but the atomics */
-  struct vol_passdown {
-    uint64_t first, last; /* blocks [first, last) */
-    uint64_t seq;         /* start (running) or end (done) sequence */
-  } pd_run[PD_RUNNING];
-  unsigned pd_overflow; /* running passdowns not in pd_run */
-  /* Finished passdowns: per hashed region of blocks, the highest end
-   * sequence number of one that covered it (collisions only make the
-   * answer "yes" more often).
-   */
-  uint64_t pd_done[PD_HASH];
-  uint64_t pd_next;    /* last sequence number given out */
-  uint64_t pd_seq;     /* atomic: copy of pd_next for the fast path */
-  uint64_t pd_flushed; /* atomic: passdowns that ended at or before this
-                        * sequence number are durable on the backend */
-  uint64_t pd_active;  /* atomic: passdowns running */
+  struct hhc_passdowns pd;
 
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
   pthread_cond_t wait_cond;  /* slots freed or cleaned */
@@ -115,16 +94,16 @@ struct hhc_volume {
   bool started;
 };
 
-/* The passdown sequence number now (take it before reading data that
- * is to be marked clean).
+/* Wake threads waiting for free or clean slots, or for a passdown to
+ * end (wait_cond).
  */
-uint64_t vol_passdown_seq (struct hhc_volume *vol);
-/* Did a passdown covering block lba run at any time since seq? */
-bool vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba);
-/* A backend flush that started when the passdown sequence number was
- * seq completed (called by whoever flushed).
- */
-void vol_backend_flushed (struct hhc_volume *vol, uint64_t seq);
+static inline void
+vol_wake_waiters (struct hhc_volume *vol)
+{
+  hhc_lock (&vol->wait_lock);
+  pthread_cond_broadcast (&vol->wait_cond);
+  hhc_unlock (&vol->wait_lock);
+}
 
 /* ---- bflush.c: every backend flush goes through these ---- */
 
@@ -150,9 +129,6 @@ void bflush_done (struct hhc_volume *vol, uint64_t w);
 /* begin, ops->flush, end. */
 int bflush_run (struct hhc_volume *vol, void *bctx);
 
-/* Is a passdown covering block lba running now? */
-bool vol_passdown_running (struct hhc_volume *vol, uint64_t lba);
-
 /* Log callback: write block lba (slot key) to the log again, read
  * back from the SSD, if it is still dirty there.
  */
@@ -162,19 +138,5 @@ int vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba);
  * dirty block; the backend is flushed by each batch.
  */
 int vol_writeback_all (struct hhc_volume *vol, void *bctx);
-
-/* Wake threads waiting for free or clean slots. */
-void vol_wake_waiters (struct hhc_volume *vol);
-
-/* Evict up to n clean blocks from the cold tail into the pending
- * list; returns how many.  Then cache_commit makes them free.
- */
-uint32_t vol_evict (struct hhc_volume *vol, uint32_t n);
-
-/* Free-slot pool below its low-water mark? */
-bool vol_needs_reclaim (struct hhc_volume *vol);
-
-/* Evict a batch and commit (flusher thread or a starving writer). */
-int vol_reclaim (struct hhc_volume *vol);
 
 #endif /* HHC_VOLUME_INT_H */

@@ -31,6 +31,7 @@
 #include "devcrash.h"
 #include "membackend.h"
 #include "preopen.h"
+#include "reclaim.h"
 #include "volume_int.h"
 
 /* ---- the device itself ---- */

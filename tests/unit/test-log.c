@@ -84,6 +84,7 @@
 #include "devcrash.h"
 #include "membackend.h"
 #include "preopen.h"
+#include "reclaim.h"
 #include "volume_int.h"
 
 #define BS 4096u
