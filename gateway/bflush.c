@@ -31,12 +31,6 @@
 #include "common.h"
 #include "volume_int.h"
 
-static uint64_t
-load64 (const uint64_t *p)
-{
-  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
-}
-
 uint64_t
 bflush_begin (struct hhc_volume *vol, uint64_t *flushed)
 {

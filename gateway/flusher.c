@@ -339,6 +339,31 @@ out:
   return err && cleaned == 0 ? -err : cleaned;
 }
 
+/* Write back everything: batches from the calling thread until no
+ * dirty block is left (flusher.h).
+ */
+int
+flusher_writeback_all (struct hhc_volume *vol, void *bctx)
+{
+  unsigned failures = 0;
+
+  if (cache_is_failed (&vol->cache))
+    return EIO;
+  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
+    {
+      long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
+      if (n < 0 && ++failures >= 3)
+        return (int)-n;
+      if (n == 0)
+        {
+          /* Blocks busy elsewhere (the flusher thread): let it finish. */
+          struct timespec ts = { 0, 1000000 };
+          nanosleep (&ts, NULL);
+        }
+    }
+  return 0;
+}
+
 /* ---- the thread ---- */
 
 static uint64_t

@@ -709,36 +709,6 @@ fail_early:
   return r;
 }
 
-int
-vol_writeback_all (struct hhc_volume *vol, void *bctx)
-{
-  unsigned failures = 0;
-
-  if (cache_is_failed (&vol->cache))
-    return EIO;
-  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
-    {
-      long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
-      if (n < 0 && ++failures >= 3)
-        return (int)-n;
-      if (n == 0)
-        {
-          /* Blocks busy elsewhere (the flusher thread): let it finish. */
-          struct timespec ts = { 0, 1000000 };
-          nanosleep (&ts, NULL);
-        }
-    }
-  return 0;
-}
-
-int
-hhc_drain (struct hhc_volume *vol, void *bctx)
-{
-  int r = vol_writeback_all (vol, bctx);
-
-  return r ? r : hhc_flush (vol, bctx); /* also trims and zeros */
-}
-
 struct replay_ctx {
   struct hhc_volume *vol;
   void *bctx;
@@ -916,7 +886,7 @@ start_log (struct hhc_volume *vol, void *bctx)
                " dirty blocks next to the last run's segments: writing "
                "them back first",
                vol->ndirty);
-      if ((r = vol_writeback_all (vol, bctx)) != 0
+      if ((r = flusher_writeback_all (vol, bctx)) != 0
           || (r = vol->ops->flush (bctx)) != 0 || (r = log_discard (vol->log)))
         {
           hhc_log (vol->conf.log, HHC_LOG_ERROR,

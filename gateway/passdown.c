@@ -19,12 +19,6 @@
 #include "passdown.h"
 #include "volume_int.h"
 
-static uint64_t
-load64 (const uint64_t *p)
-{
-  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
-}
-
 uint64_t
 passdown_seq (struct hhc_volume *vol)
 {

@@ -94,6 +94,13 @@ struct hhc_volume {
   bool started;
 };
 
+/* Read one of the volume's 64-bit atomics. */
+static inline uint64_t
+load64 (const uint64_t *p)
+{
+  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
+}
+
 /* Wake threads waiting for free or clean slots, or for a passdown to
  * end (wait_cond).
  */
@@ -133,10 +140,5 @@ int bflush_run (struct hhc_volume *vol, void *bctx);
  * back from the SSD, if it is still dirty there.
  */
 int vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba);
-
-/* FLUSH in wbflush (or hhc without a healthy log): write back every
- * dirty block; the backend is flushed by each batch.
- */
-int vol_writeback_all (struct hhc_volume *vol, void *bctx);
 
 #endif /* HHC_VOLUME_INT_H */

@@ -808,7 +808,7 @@ inline wbflush() {
   }
   t_ = 0;
 #ifdef BFAIL
-  /* C: vol_writeback_all: a batch whose backend flush fails leaves its
+  /* C: flusher_writeback_all: a batch whose backend flush fails leaves its
    * blocks dirty, and the next batch writes them again.
    */
   if
