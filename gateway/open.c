@@ -1,11 +1,21 @@
-/* Volume life cycle: open (format or load the cache and check that it
- * belongs to this backend), start, drain, close; and statistics.
+/* Volume life cycle: the one place that assembles a volume.  Open
+ * (the devices, format or load the cache and check that it belongs to
+ * this backend, pair it with its log: logpair.c), start (the log:
+ * logstart.c; the flusher thread), close.
+ *
+ * Layers: open.c calls the request path (volume.c, flush.c), the
+ * flusher and the modules below them; none of them calls back up into
+ * open.c.  The only upward calls are the log's callbacks into the
+ * volume, installed by logstart.c (struct log_callbacks).
  */
 #include <config.h>
 
 #include <stdio.h>
 
 #include "common.h"
+#include "flusher.h"
+#include "logpair.h"
+#include "logstart.h"
 #include "volume_int.h"
 
 static int
@@ -158,219 +168,6 @@ check_owner (struct hhc_volume *vol, const char *identity)
   return 0;
 }
 
-static bool
-uuid_is_zero (const uint8_t u[16])
-{
-  static const uint8_t z[16];
-  return memcmp (u, z, 16) == 0;
-}
-
-/* Mode hhc: open the log and decide what it means for the cache.
- * cache_new: the cache is about to be formatted (blank, or
- * format=force): a valid log of this backend is replayed at start.  A
- * loaded cache needs the log it is paired with, or a blank one.
- */
-static struct log_conf
-log_conf_of (struct hhc_volume *vol, uint32_t block_size)
-{
-  return (struct log_conf){
-    .paths = vol->conf.log_paths,
-    .npaths = vol->conf.nlogs,
-    .block_size = block_size,
-    .volume_size = vol->info.size,
-    .identity = vol->identity,
-    .segment_size = vol->conf.segment_size,
-    .nbuffers = vol->conf.log_buffers,
-    .log = vol->conf.log,
-    .test_devs = vol->pre.logs,
-    .ring_slots = vol->pre.log_ring_slots,
-  };
-}
-
-static int
-open_log (struct hhc_volume *vol, bool cache_new)
-{
-  struct hhc_cache *c = &vol->cache;
-  static const uint8_t zero[16];
-  uint8_t luuid[16], lcache[16];
-  char a[37], b[37];
-  enum log_found found;
-  struct log_conf lc = log_conf_of (
-      vol, cache_new ? (vol->conf.block_size ? vol->conf.block_size : 4096)
-                     : c->block_size);
-  int r;
-
-  if (vol->conf.mode != HHC_MODE_HHC)
-    return 0;
-  r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
-  if (r)
-    return r;
-  log_uuids (vol->log, luuid, lcache);
-  hhc_uuid_str (luuid, a);
-  if (cache_new)
-    {
-      memcpy (c->log_uuid, luuid, 16);
-      vol->replay_pending = found == LOG_FOUND_VALID;
-      return 0;
-    }
-  if (found == LOG_FOUND_BLANK)
-    {
-      if (!uuid_is_zero (c->log_uuid))
-        {
-          vol->log_lost = true;
-          hhc_uuid_str (c->log_uuid, b);
-          hhc_log (vol->conf.log, HHC_LOG_WARNING,
-                   "the log this cache was paired with (%s) is gone: "
-                   "starting with a new log %s; every dirty block is "
-                   "written to it before the first client request",
-                   b, a);
-        }
-      return 0;
-    }
-  if (memcmp (lcache, c->uuid, 16) == 0)
-    return 0;
-  if (memcmp (c->log_uuid, luuid, 16) == 0)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
-               "log %s: a recovery into this cache was interrupted: "
-               "replaying the log again",
-               a);
-      vol->replay_pending = true;
-      return 0;
-    }
-  hhc_uuid_str (lcache, b);
-  hhc_log (vol->conf.log, HHC_LOG_ERROR,
-           "log %s belongs to another cache (paired with cache %s): give "
-           "the log written with this cache, or a blank log device",
-           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
-  log_close (vol->log);
-  vol->log = NULL;
-  return EINVAL;
-}
-
-/* Can a replay of a log still write into the backend under this
- * cache (cache.h, enum cache_log_link)?
- */
-static bool
-cache_log_paired (const struct hhc_cache *c)
-{
-  return c->log_link == CACHE_LOG_PAIRED
-         || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
-}
-
-/* A mode other than hhc on a cache that was used in mode hhc: what it
- * writes back goes unseen by the log, whose entries (dirty blocks of
- * the last hhc run) a replay after the loss of this cache would write
- * over it.  Refused, unless log= names that log (checked here):
- * hhc_start then writes every dirty block back (the log protected
- * them against the loss of the cache until then), voids the log
- * (log_retire) and records in the state page that no log is paired.
- */
-static int
-check_retire_log (struct hhc_volume *vol)
-{
-  struct hhc_cache *c = &vol->cache;
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  int r;
-
-  if (vol->log_retired) /* by format=force, before the format */
-    return 0;
-  if (vol->conf.nlogs == 0)
-    {
-      if (!cache_log_paired (c))
-        return 0;
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: the cache was used in mode hhc and its log may still "
-               "hold older copies of its blocks, which a replay after the "
-               "loss of this cache would write over what mode %s writes "
-               "back: give that log as log= (it is then voided), or start "
-               "in mode hhc",
-               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
-      return EINVAL;
-    }
-  r = log_retire (&lc, c->uuid, c->linked_log, false);
-  vol->retire_pending = r == 0;
-  return r;
-}
-
-static int
-retire_log (struct hhc_volume *vol, void *bctx)
-{
-  struct hhc_cache *c = &vol->cache;
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  int r = hhc_drain (vol, bctx);
-
-  if (r)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
-             "writing back dirty blocks before the log is voided: %s",
-             strerror (r));
-  if (r == 0)
-    r = log_retire (&lc, c->uuid, c->linked_log, true);
-  if (r == 0)
-    {
-      c->log_link = CACHE_LOG_RETIRED;
-      r = cache_write_state (c, vol->run_state);
-    }
-  vol->retire_pending = r != 0;
-  return r;
-}
-
-/* Record in the state page (written by format_cache or
- * settle_after_load) which log, if any, this run pairs the cache with.
- */
-static void
-link_log (struct hhc_volume *vol)
-{
-  struct hhc_cache *c = &vol->cache;
-  uint8_t lcache[16];
-
-  memset (c->linked_log, 0, 16);
-  if (vol->log == NULL)
-    {
-      c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
-      return;
-    }
-  c->log_link = CACHE_LOG_PAIRED;
-  log_uuids (vol->log, c->linked_log, lcache);
-}
-
-/* format=force in a mode other than hhc over a cache used in hhc: its
- * log would still be replayed after the loss of the new cache, over
- * what this mode writes back.  With log= naming it, it is voided first
- * (log_retired; the old cache's dirty blocks go, as format=force
- * says); without, refused.  A superblock that cannot be read pairs
- * nothing.
- */
-static int
-retire_before_format (struct hhc_volume *vol)
-{
-  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
-  struct hhc_cache *c = &vol->cache;
-  enum cache_state state;
-  int r;
-
-  if (identity == NULL)
-    return ENOMEM;
-  if (vol->conf.mode == HHC_MODE_HHC
-      || cache_read_super (c, identity, CACHE_IDENTITY_MAX + 1) != 0
-      || cache_read_state (c, &state) != 0 || !cache_log_paired (c))
-    return 0;
-  if (vol->conf.nlogs == 0)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: format=force over a cache used in mode hhc: its log "
-               "would still be replayed after the loss of the new cache, "
-               "over what mode %s writes back: give that log as log= (it "
-               "is then voided)",
-               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
-      return EINVAL;
-    }
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  r = log_retire (&lc, c->uuid, c->linked_log, true);
-  vol->log_retired = r == 0;
-  return r;
-}
-
 /* Format or read the superblock according to conf->format. */
 static int
 open_cache (struct hhc_volume *vol, bool *formatted)
@@ -401,7 +198,7 @@ open_cache (struct hhc_volume *vol, bool *formatted)
              "%s: the cache is tied to the backend's size only (formatted "
              "with no backend-id= for a plugin with no export description)",
              vol->dev->name);
-  return open_log (vol, false);
+  return logpair_open (vol, false);
 
 format:
   *formatted = true;
@@ -423,7 +220,7 @@ format:
              "the backend has no export description and backend-id= is "
              "not set: the cache is tied to the backend's size only");
   if (vol->conf.format == HHC_FORMAT_FORCE
-      && (r = retire_before_format (vol)) != 0)
+      && (r = logpair_retire_before_format (vol)) != 0)
     return r;
   if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0
       && !vol->log_retired)
@@ -437,10 +234,10 @@ format:
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  memset (vol->cache.log_uuid, 0, 16); /* open_log sets it in hhc */
-  if ((r = open_log (vol, true)) != 0)
+  memset (vol->cache.log_uuid, 0, 16); /* logpair_open sets it in hhc */
+  if ((r = logpair_open (vol, true)) != 0)
     return r;
-  link_log (vol);
+  logpair_link (vol);
   return format_cache (vol);
 }
 
@@ -487,10 +284,10 @@ settle_after_load (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  if (vol->conf.mode != HHC_MODE_HHC && (r = check_retire_log (vol)) != 0)
+  if (vol->conf.mode != HHC_MODE_HHC && (r = logpair_check_retire (vol)) != 0)
     return r;
   if (vol->log)
-    link_log (vol);
+    logpair_link (vol);
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
     hhc_log (vol->conf.log, HHC_LOG_ERROR,
              "%s: the last run, with ssd-sync=checkpoint, did not stop "
@@ -709,219 +506,12 @@ fail_early:
   return r;
 }
 
-struct replay_ctx {
-  struct hhc_volume *vol;
-  void *bctx;
-  unsigned last_pct;
-  uint64_t to_backend; /* redo: blocks written to the backend */
-};
-
-static int
-replay_write (void *opaque, const void *buf, uint64_t lba)
-{
-  struct replay_ctx *rc = opaque;
-  struct hhc_volume *vol = rc->vol;
-  uint64_t off = lba * vol->bs;
-  uint32_t len = HHC_MIN ((uint64_t)vol->bs, vol->info.size - off);
-
-  return vol->ops->pwrite (rc->bctx, buf, len, off, false);
-}
-
-/* Redo one block of the log into the cache (the restart after a crash
- * in hhc: FLUSH synced only the log): into the slot the loaded metadata
- * names for this LBA, else a free slot (persisted free: invariant 1),
- * else the backend.  The block becomes dirty; start_log logs it again.
- * Nothing runs yet but this thread.
- */
-static int
-redo_write (void *opaque, const void *buf, uint64_t lba)
-{
-  struct replay_ctx *rc = opaque;
-  struct hhc_volume *vol = rc->vol;
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  bool fresh = false;
-  uint32_t s;
-  int r;
-
-  hhc_lock (&st->lock);
-  s = index_lookup (&vol->idx, lba);
-  if (s == HHC_NIL && (s = cache_alloc_slot (&vol->cache)) != HHC_NIL)
-    {
-      index_insert (&vol->idx, s, lba);
-      fresh = true;
-    }
-  hhc_unlock (&st->lock);
-  if (s == HHC_NIL)
-    {
-      rc->to_backend++;
-      return replay_write (opaque, buf, lba);
-    }
-  r = cache_write_slot (&vol->cache, s, buf, 0, vol->bs);
-  hhc_lock (&st->lock);
-  if (r && fresh)
-    {
-      index_remove (&vol->idx, s);
-      cache_unalloc_slot (&vol->cache, s);
-    }
-  else if (r == 0 && (fresh || slot_state (&vol->idx.slots[s]) < SLOT_DIRTY))
-    {
-      cache_set_state (&vol->cache, s, SLOT_DIRTY);
-      vol->ndirty++;
-      if (fresh)
-        lru_insert_dirty (&vol->lru, s);
-      else
-        lru_make_dirty (&vol->lru, s);
-    }
-  hhc_unlock (&st->lock);
-  if (r == 0)
-    vol->redone++;
-  return r;
-}
-
-static void
-replay_progress (void *opaque, uint64_t done, uint64_t total)
-{
-  struct replay_ctx *rc = opaque;
-  unsigned pct = total ? done * 100 / total : 100;
-
-  if (pct / 10 != rc->last_pct / 10 || done == total)
-    hhc_log (rc->vol->conf.log, HHC_LOG_INFO,
-             "log replay: %" PRIu64 " of %" PRIu64 " blocks (%u%%)", done,
-             total, pct);
-  rc->last_pct = pct;
-}
-
-static int
-log_relog_cb (void *opaque, uint32_t key, uint64_t lba)
-{
-  return vol_relog (opaque, key, lba);
-}
-
-static int
-log_checkpoint_cb (void *opaque)
-{
-  struct hhc_volume *vol = opaque;
-
-  return cache_commit (&vol->cache);
-}
-
-static void
-log_pressure_cb (void *opaque)
-{
-  struct hhc_volume *vol = opaque;
-
-  if (__atomic_load_n (&vol->flusher_on, __ATOMIC_ACQUIRE))
-    flusher_kick (&vol->flusher);
-}
-
-/* Mode hhc at start: replay the log into the backend if the cache is
- * new, then write every dirty block of the cache to the log under a
- * new base barrier (DESIGN.md section 7; docs/log.md).
- */
-static int
-start_log (struct hhc_volume *vol, void *bctx)
-{
-  struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb,
-                              vol->conf.wal ? log_checkpoint_cb : NULL };
-  struct replay_ctx rc = { vol, bctx, 0, 0 };
-  uint32_t *keys = NULL;
-  uint64_t *lbas = NULL;
-  size_t n = 0;
-  int r;
-
-  if (vol->replay_pending)
-    {
-      r = log_replay (vol->log, replay_write, replay_progress, &rc);
-      if (r == 0 && (r = vol->ops->flush (bctx)) != 0)
-        hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                 "log replay: flushing the backend: %s", strerror (r));
-      if (r)
-        return r;
-      vol->replay_pending = false;
-    }
-  else if (vol->loaded_state == CACHE_IN_USE_HHC)
-    {
-      /* A crash in hhc with ssd-sync=checkpoint (this run may have any
-       * ssd-sync): what FLUSHes covered since the last checkpoint is in
-       * the log only.  Redo it into the cache (the log stays as
-       * it is until the new base barrier, so a crash during the redo
-       * just redoes again).
-       */
-      r = log_replay (vol->log, redo_write, replay_progress, &rc);
-      if (r == 0)
-        r = cache_commit (&vol->cache);
-      if (r == 0 && rc.to_backend > 0)
-        r = vol->ops->flush (bctx);
-      if (r)
-        {
-          hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                   "log: redoing the last run's log into the cache: %s",
-                   strerror (r));
-          return r;
-        }
-      if (vol->redone || rc.to_backend)
-        hhc_log (vol->conf.log, HHC_LOG_INFO,
-                 "log: the last run did not stop cleanly: redid %" PRIu64
-                 " blocks into the cache, wrote %" PRIu64
-                 " to the backend (no free slot)",
-                 vol->redone, rc.to_backend);
-    }
-  /* Done (and durable): now this run's own state (settle_after_load
-   * kept the one that asks for the redo).
-   */
-  if (vol->loaded_state == CACHE_IN_USE_HHC && !vol->conf.wal
-      && (r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
-    return r;
-  if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
-    return r;
-  /* The dirty blocks must fit in the log next to the last run's
-   * segments (which stay until the new base barrier is written).  If
-   * they do not, write them all back first: then nothing in the old
-   * segments is needed any more.
-   */
-  if (!log_rebase_fits (vol->log, vol->ndirty))
-    {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
-               "log: no room for the %" PRIu64
-               " dirty blocks next to the last run's segments: writing "
-               "them back first",
-               vol->ndirty);
-      if ((r = flusher_writeback_all (vol, bctx)) != 0
-          || (r = vol->ops->flush (bctx)) != 0 || (r = log_discard (vol->log)))
-        {
-          hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                   "log: writing back before start: %s", strerror (r));
-          return r;
-        }
-    }
-  keys = malloc ((vol->ndirty + 1) * sizeof *keys);
-  lbas = malloc ((vol->ndirty + 1) * sizeof *lbas);
-  if (keys == NULL || lbas == NULL)
-    r = ENOMEM;
-  for (uint32_t s = 0; r == 0 && s < vol->idx.nslots && n < vol->ndirty; s++)
-    if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
-      {
-        keys[n] = s;
-        lbas[n++] = slot_lba (&vol->idx.slots[s]);
-      }
-  if (r == 0)
-    {
-      if (n)
-        hhc_log (vol->conf.log, HHC_LOG_INFO,
-                 "log: writing %zu dirty blocks to the log", n);
-      r = log_rebase (vol->log, keys, lbas, n);
-    }
-  free (keys);
-  free (lbas);
-  return r;
-}
-
 int
 hhc_start (struct hhc_volume *vol, void *bctx)
 {
   int r;
 
-  if (vol->retire_pending && (r = retire_log (vol, bctx)) != 0)
+  if (vol->retire_pending && (r = logpair_retire (vol, bctx)) != 0)
     return r;
   if (!hhc_mode_is_wb (vol->conf.mode) && vol->ndirty > 0)
     {
@@ -945,7 +535,7 @@ hhc_start (struct hhc_volume *vol, void *bctx)
                "flushing the backend after an unclean stop: %s", strerror (r));
       return r;
     }
-  if (vol->log && (r = start_log (vol, bctx)) != 0)
+  if (vol->log && (r = logstart_run (vol, bctx)) != 0)
     return r;
   r = flusher_start (&vol->flusher, vol, bctx);
   if (r)
