@@ -28,8 +28,9 @@
  */
 #include <config.h>
 
+#include "bflush.h"
 #include "common.h"
-#include "volume_int.h"
+#include "vol.h"
 
 uint64_t
 bflush_begin (struct hhc_volume *vol, uint64_t *flushed)

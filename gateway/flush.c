@@ -17,10 +17,11 @@
 
 #include <stdio.h>
 
+#include "bflush.h"
 #include "common.h"
 #include "flusher.h"
 #include "passdown.h"
-#include "volume_int.h"
+#include "vol.h"
 
 bool
 hhc_backend_unflushed (struct hhc_volume *vol)

@@ -18,11 +18,12 @@
 
 #include <stdio.h>
 
+#include "bflush.h"
 #include "common.h"
 #include "passdown.h"
 #include "reclaim.h"
 #include "flusher.h"
-#include "volume_int.h"
+#include "vol.h"
 
 #define BATCH 256               /* blocks per batch, at most... */
 #define BATCH_BYTES (16u << 20) /* ...and this many bytes */

@@ -25,7 +25,7 @@
 
 #include "common.h"
 #include "logpair.h"
-#include "volume_int.h"
+#include "vol.h"
 
 static bool
 uuid_is_zero (const uint8_t u[16])

@@ -18,7 +18,7 @@
 #include "common.h"
 #include "flusher.h"
 #include "logstart.h"
-#include "volume_int.h"
+#include "vol.h"
 
 struct replay_ctx {
   struct hhc_volume *vol;

@@ -12,11 +12,12 @@
 
 #include <stdio.h>
 
+#include "bflush.h"
 #include "common.h"
 #include "flusher.h"
 #include "logpair.h"
 #include "logstart.h"
-#include "volume_int.h"
+#include "vol.h"
 
 static int
 check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)

@@ -17,7 +17,7 @@
 
 #include "common.h"
 #include "passdown.h"
-#include "volume_int.h"
+#include "vol.h"
 
 uint64_t
 passdown_seq (struct hhc_volume *vol)

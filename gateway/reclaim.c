@@ -12,7 +12,7 @@
 
 #include "common.h"
 #include "reclaim.h"
-#include "volume_int.h"
+#include "vol.h"
 
 bool
 vol_needs_reclaim (struct hhc_volume *vol)

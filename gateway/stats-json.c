@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "common.h"
-#include "volume_int.h"
+#include "vol.h"
 
 void
 hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)

@@ -30,7 +30,7 @@
 #include "flusher.h"
 #include "passdown.h"
 #include "reclaim.h"
-#include "volume_int.h"
+#include "vol.h"
 
 /* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
  * ended); callers re-check their condition.

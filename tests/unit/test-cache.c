@@ -19,10 +19,11 @@
 #include "common.h"
 #include "crc32c.h"
 #include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
 #include "preopen.h"
 #include "reclaim.h"
-#include "volume_int.h"
+#include "vol.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)

@@ -29,10 +29,11 @@
 #include <cmocka.h>
 
 #include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
 #include "preopen.h"
 #include "reclaim.h"
-#include "volume_int.h"
+#include "vol.h"
 
 /* ---- the device itself ---- */
 

@@ -18,9 +18,9 @@
 #include <cmocka.h>
 
 #include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
 #include "preopen.h"
-#include "volume_int.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)

@@ -1,6 +1,47 @@
-/* Internals of one volume, shared by volume.c and flusher.c. */
-#ifndef HHC_VOLUME_INT_H
-#define HHC_VOLUME_INT_H
+/* The assembled volume (struct hhc_volume): the state the core's
+ * modules share, and the lock order across them.
+ *
+ * open.c builds a volume (devices, cache, index, LRU, log, flusher);
+ * the request path (volume.c, flush.c), the flusher (flusher.c) and
+ * the modules below them (passdown.c, reclaim.c, bflush.c,
+ * stats-json.c, logstart.c, logpair.c) use what it built.  No module
+ * calls back up into open.c; the only upward calls are the log's
+ * callbacks (struct log_callbacks, installed by logstart.c).
+ *
+ * Locks.  There is no lock for the whole volume: each lock protects
+ * one module's state (its comment says what).  Outermost first; a
+ * thread holding one of these takes only locks further down the list:
+ *
+ *   lock               where          taken under it
+ *   flusher lock       flusher.h      log lock (log_usage), free lock
+ *                                     (vol_needs_reclaim)
+ *   wal_lock           flush.c        gc and commit lock (cache_commit),
+ *                                     state page (leave_wal)
+ *   gc, commit lock    cache.h        page lock, free lock; else taken
+ *                                     with no lock held (FLUSH, the
+ *                                     flusher, reclaim, the log's
+ *                                     checkpoint callback)
+ *   stripe lock        index.h        LRU, pd.lock, page, free, log lock;
+ *                                     one stripe at a time
+ *   LRU lock           lru.h          a stripe lock by trylock only
+ *                                     (vol_evict: the exception to this
+ *                                     order, so it never waits)
+ *   pd.lock            passdown.h     wait_lock (passdown_end)
+ *   page lock          cache.h        free lock (cache.h's order)
+ *   free lock          cache.h        nothing
+ *   log lock           log.h          the log's own locks (log.c)
+ *   wait_lock          here           nothing (wait_cond)
+ *
+ * Taken alone, with no other lock held: bf_lock (bflush.c: tickets,
+ * waited on), the write-back batch's lock (flusher.c), a device's own
+ * lock (inside its calls).  The log calls the volume back without its
+ * lock: relog takes a stripe lock (then the log lock again), pressure
+ * the flusher lock, checkpoint the commit.  No lock is held during
+ * device or backend I/O, except the commit lock and wal_lock (the
+ * cache's metadata and state page) and the log's I/O lock.
+ */
+#ifndef HHC_VOL_H
+#define HHC_VOL_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -69,16 +110,16 @@ struct hhc_volume {
   struct hhc_passdowns pd;
 
   pthread_mutex_t wait_lock; /* protects nothing but the wait below */
-  pthread_cond_t wait_cond;  /* slots freed or cleaned */
+  pthread_cond_t wait_cond;  /* slots freed or cleaned, a passdown ended */
 
   int loaded_state;    /* enum cache_state found at open */
   struct hhc_log *log; /* mode hhc: the HDD log */
   bool replay_pending; /* the cache is new: replay the log at start */
-  uint64_t redone;     /* blocks the start-up redo wrote (open.c) */
+  uint64_t redone;     /* blocks the start-up redo wrote (logstart.c) */
   bool log_lost;       /* open: the log this cache was paired with is gone */
   /* A mode other than hhc on a cache used in hhc, with log= naming its
    * log: hhc_start writes every dirty block back, then voids the log
-   * (open.c retire_log).
+   * (logpair_retire).
    */
   bool retire_pending;
   bool log_retired; /* format=force voided the old cache's log */
@@ -112,33 +153,11 @@ vol_wake_waiters (struct hhc_volume *vol)
   hhc_unlock (&vol->wait_lock);
 }
 
-/* ---- bflush.c: every backend flush goes through these ---- */
-
-/* A backend flush begins: returns its ticket and reads be_flushed
- * into *flushed.
- */
-uint64_t bflush_begin (struct hhc_volume *vol, uint64_t *flushed);
-/* It ended with err (0 or errno): a failure that may have dropped a
- * passdown (or a pt/wt write) sets be_failed.
- */
-void bflush_end (struct hhc_volume *vol, uint64_t ticket, int err,
-                 uint64_t flushed);
-/* Wait until every backend flush begun so far has ended. */
-void bflush_wait (struct hhc_volume *vol);
-/* bflush_wait, then EIO if be_failed is set. */
-int bflush_settle (struct hhc_volume *vol);
-/* How many backend flushes have failed so far. */
-uint64_t bflush_failures (struct hhc_volume *vol);
-/* A backend flush that began when be_written was w succeeded and
- * covers every connection (multi-conn): raise be_flushed to w.
- */
-void bflush_done (struct hhc_volume *vol, uint64_t w);
-/* begin, ops->flush, end. */
-int bflush_run (struct hhc_volume *vol, void *bctx);
+/* ---- volume.c ---- */
 
 /* Log callback: write block lba (slot key) to the log again, read
  * back from the SSD, if it is still dirty there.
  */
 int vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba);
 
-#endif /* HHC_VOLUME_INT_H */
+#endif /* HHC_VOL_H */
