@@ -169,40 +169,14 @@ check_owner (struct hhc_volume *vol, const char *identity)
   return 0;
 }
 
-/* Format or read the superblock according to conf->format. */
+/* The device holds no cache (or format=force): refuse what could not
+ * be told apart or replayed, pair the log, format.
+ */
 static int
-open_cache (struct hhc_volume *vol, bool *formatted)
+new_cache (struct hhc_volume *vol)
 {
-  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
   int r;
 
-  if (identity == NULL)
-    return ENOMEM;
-  *formatted = false;
-  if (vol->conf.format == HHC_FORMAT_FORCE)
-    goto format;
-  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
-  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
-    goto format;
-  if (r == ENOENT)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: not an HHC cache and format=never", vol->dev->name);
-      return EINVAL;
-    }
-  if (r)
-    return r;
-  if ((r = check_owner (vol, identity)) != 0)
-    return r;
-  if (*identity == '\0')
-    hhc_log (vol->conf.log, HHC_LOG_WARNING,
-             "%s: the cache is tied to the backend's size only (formatted "
-             "with no backend-id= for a plugin with no export description)",
-             vol->dev->name);
-  return logpair_open (vol, false);
-
-format:
-  *formatted = true;
   if (*vol->identity == '\0' && !vol->conf.allow_no_identity)
     {
       /* Two backends of one size could then be swapped, and the cache
@@ -240,6 +214,38 @@ format:
     return r;
   logpair_link (vol);
   return format_cache (vol);
+}
+
+/* Format or read the superblock according to conf->format. */
+static int
+open_cache (struct hhc_volume *vol)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  if (vol->conf.format == HHC_FORMAT_FORCE)
+    return new_cache (vol);
+  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
+  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
+    return new_cache (vol);
+  if (r == ENOENT)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: not an HHC cache and format=never", vol->dev->name);
+      return EINVAL;
+    }
+  if (r)
+    return r;
+  if ((r = check_owner (vol, identity)) != 0)
+    return r;
+  if (*identity == '\0')
+    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+             "%s: the cache is tied to the backend's size only (formatted "
+             "with no backend-id= for a plugin with no export description)",
+             vol->dev->name);
+  return logpair_open (vol, false);
 }
 
 /* Free every clean slot (after an unclean stop in pt/wt). */
@@ -401,28 +407,20 @@ hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep)
   return r;
 }
 
-int
-hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
-          const struct hhc_backend_ops *ops,
-          const struct hhc_backend_info *info, struct hhc_volume **volp)
+/* A volume for conf, not yet opened: conf copied (its strings too),
+ * the locks, the identity.  It takes pre over (a failure discards it).
+ */
+static int
+new_volume (const struct hhc_conf *conf, struct hhc_preopened *pre,
+            const struct hhc_backend_ops *ops,
+            const struct hhc_backend_info *info, struct hhc_volume **volp)
 {
-  struct hhc_volume *vol;
-  bool formatted;
-  int r;
+  struct hhc_volume *vol = calloc (1, sizeof *vol);
 
-  if ((r = check_conf (conf, pre)) != 0)
-    goto fail_early;
-  if (info->size == 0)
-    {
-      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
-      r = EINVAL;
-      goto fail_early;
-    }
-  vol = calloc (1, sizeof *vol);
   if (vol == NULL)
     {
-      r = ENOMEM;
-      goto fail_early;
+      discard_preopened (pre);
+      return ENOMEM;
     }
   if (pre)
     {
@@ -449,19 +447,32 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
   vol->identity = make_identity (conf, info);
   if (vol->identity == NULL)
     {
-      r = ENOMEM;
-      goto fail;
+      free_volume (vol, true);
+      return ENOMEM;
     }
+  *volp = vol;
+  return 0;
+}
+
+/* Open the cache device (unless pre-opened) and the cache on it
+ * (format or load its superblock, pair its log); check its block size
+ * fits this volume.
+ */
+static int
+open_device (struct hhc_volume *vol)
+{
+  const struct hhc_conf *conf = &vol->conf;
+  int r;
+
   if (vol->dev == NULL
       && (r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
                              conf->log, &vol->dev))
              != 0)
-    goto fail;
-
+    return r;
   vol->cache.dev = vol->dev;
   vol->cache.log = conf->log;
-  if ((r = open_cache (vol, &formatted)) != 0)
-    goto fail;
+  if ((r = open_cache (vol)) != 0)
+    return r;
   vol->bs = vol->cache.block_size;
   if (conf->direct && vol->bs < 4096)
     {
@@ -469,42 +480,70 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
                "%s: direct=true needs a block-size of at least 4K (the "
                "cache has %u)",
                vol->dev->name, vol->bs);
-      r = EINVAL;
-      goto fail;
+      return EINVAL;
     }
-  vol->nblocks = (info->size + vol->bs - 1) / vol->bs;
+  vol->nblocks = (vol->info.size + vol->bs - 1) / vol->bs;
   if (vol->nblocks > HHC_MAX_BLOCKS)
     {
       hhc_log (conf->log, HHC_LOG_ERROR,
                "volume has more than 2^34 blocks: use a larger block-size");
-      r = EINVAL;
-      goto fail;
+      return EINVAL;
     }
+  return 0;
+}
+
+/* Build the index and the LRU from the cache's metadata, then settle
+ * what the last run left (settle_after_load).
+ */
+static int
+load_slots (struct hhc_volume *vol)
+{
+  int r;
+
   if ((r = index_init (&vol->idx, vol->cache.nslots)) != 0)
-    goto fail;
-  lru_init (&vol->lru, vol->idx.slots, conf->hot_ratio);
+    return r;
+  lru_init (&vol->lru, vol->idx.slots, vol->conf.hot_ratio);
   if ((r = cache_init_mem (&vol->cache, &vol->idx)) != 0)
-    goto fail;
+    return r;
   r = cache_load (&vol->cache, found_slot, vol);
   if (r == 0)
     r = settle_after_load (vol);
+  if (r == 0)
+    set_watermarks (vol);
+  return r;
+}
+
+int
+hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
+          const struct hhc_backend_ops *ops,
+          const struct hhc_backend_info *info, struct hhc_volume **volp)
+{
+  struct hhc_volume *vol;
+  int r = check_conf (conf, pre);
+
+  if (r == 0 && info->size == 0)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
+      r = EINVAL;
+    }
   if (r)
-    goto fail;
-  set_watermarks (vol);
+    {
+      discard_preopened (pre);
+      return r;
+    }
+  if ((r = new_volume (conf, pre, ops, info, &vol)) != 0)
+    return r;
+  if ((r = open_device (vol)) != 0 || (r = load_slots (vol)) != 0)
+    {
+      free_volume (vol, true);
+      return r;
+    }
   hhc_log (conf->log, HHC_LOG_INFO,
            "%s: %u slots of %u bytes, %" PRIu64 " dirty, %u free, mode %s",
            vol->dev->name, vol->cache.nslots, vol->bs, vol->ndirty,
            vol->cache.nfree, hhc_mode_to_string (conf->mode));
   *volp = vol;
   return 0;
-
-fail:
-  free_volume (vol, true);
-  return r;
-
-fail_early:
-  discard_preopened (pre);
-  return r;
 }
 
 int
