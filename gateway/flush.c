@@ -104,7 +104,7 @@ leave_wal (struct hhc_volume *vol)
  * needs.  The SSD is committed at checkpoints instead (before the log's
  * persisted head moves past segments it may still need, see log.c
  * persist_head), and a restart after a crash redoes the log into the
- * cache (open.c start_log).
+ * cache (logstart.c).
  */
 int
 hhc_flush (struct hhc_volume *vol, void *bctx)

@@ -41,7 +41,7 @@ replay_write (void *opaque, const void *buf, uint64_t lba)
 /* Redo one block of the log into the cache (the restart after a crash
  * in hhc: FLUSH synced only the log): into the slot the loaded metadata
  * names for this LBA, else a free slot (persisted free: invariant 1),
- * else the backend.  The block becomes dirty; start_log logs it again.
+ * else the backend.  The block becomes dirty; the rebase logs it again.
  * Nothing runs yet but this thread.
  */
 static int

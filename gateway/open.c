@@ -310,7 +310,7 @@ settle_after_load (struct hhc_volume *vol)
                " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
-  /* A redo owed by the last run stays owed until start_log has done
+  /* A redo owed by the last run stays owed until logstart_run has done
    * it, whatever this run's ssd-sync.
    */
   if (vol->log && (vol->conf.wal || state == CACHE_IN_USE_HHC))
