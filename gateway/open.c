@@ -3,9 +3,9 @@
  * this backend, pair it with its log: logpair.c), start (the log:
  * logstart.c; the flusher thread), close.
  *
- * Layers: open.c calls the request path (volume.c, flush.c), the
- * flusher and the modules below them; none of them calls back up into
- * open.c.  The only upward calls are the log's callbacks into the
+ * Layers: open.c calls the request path (volume.c, read.c, flush.c),
+ * the flusher and the modules below them; none of them calls back up
+ * into open.c.  The only upward calls are the log's callbacks into the
  * volume, installed by logstart.c (struct log_callbacks).
  */
 #include <config.h>

@@ -1,12 +1,13 @@
 /* The assembled volume (struct hhc_volume): the state the core's
  * modules share, and the lock order across them.
  *
- * open.c builds a volume (devices, cache, index, LRU, log, flusher);
- * the request path (volume.c, flush.c), the flusher (flusher.c) and
+ * open.c builds a volume (devices, cache, index, LRU, log, flusher),
+ * with logpair.c and logstart.c doing its log's part at open and at
+ * start; the request path (volume.c, read.c, flush.c), the flusher and
  * the modules below them (passdown.c, reclaim.c, bflush.c,
- * stats-json.c, logstart.c, logpair.c) use what it built.  No module
- * calls back up into open.c; the only upward calls are the log's
- * callbacks (struct log_callbacks, installed by logstart.c).
+ * stats-json.c) use what it built.  No module calls back up into
+ * open.c; the only upward calls are the log's callbacks (struct
+ * log_callbacks, installed by logstart.c).
  *
  * Locks.  There is no lock for the whole volume: each lock protects
  * one module's state (its comment says what).  Outermost first; a
