@@ -24,18 +24,13 @@
  *   bf_done[t % BF_WINDOW]   ticket t ended (t >= bf_done_below)
  *
  * Lock: bf_lock protects the three; be_failed, be_written, be_flushed
- * and pd_active are atomics.  No other lock is held while waiting.
+ * and pd.active are atomics.  No other lock is held while waiting.
  */
 #include <config.h>
 
+#include "bflush.h"
 #include "common.h"
-#include "volume_int.h"
-
-static uint64_t
-load64 (const uint64_t *p)
-{
-  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
-}
+#include "vol.h"
 
 uint64_t
 bflush_begin (struct hhc_volume *vol, uint64_t *flushed)
@@ -63,7 +58,7 @@ note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
    * be_written comes at its end).
    */
   if (hhc_mode_is_wb (vol->conf.mode)
-      && __atomic_load_n (&vol->pd_active, __ATOMIC_ACQUIRE) == 0
+      && __atomic_load_n (&vol->pd.active, __ATOMIC_ACQUIRE) == 0
       && (vol->info.multi_conn ? w <= flushed : w == 0))
     return;
   if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,

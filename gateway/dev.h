@@ -1,7 +1,8 @@
 /* Devices: where the cache (and later the log) lives.
  *
- * A device is a regular file or a block device opened by path, or, in
- * tests, a crash device that keeps unsynced writes in memory.  All
+ * A device is a regular file or a block device opened by path, or an
+ * NBD URI (dev-nbd.c); the unit tests add their own (a crash device
+ * that keeps unsynced writes in memory: tests/unit/devcrash.h).  All
  * calls are thread-safe and return 0 or a positive errno.
  */
 #ifndef HHC_DEV_H
@@ -79,25 +80,5 @@ dev_close (struct hhc_dev *d)
   if (d)
     d->ops->close (d);
 }
-
-/* ---- Crash device (tests) ----
- *
- * Keeps a durable image and a list of writes not yet synced.  Reads
- * see every write.  crashdev_crash() "cuts the power": each unsynced
- * write is kept or dropped (keep(i) decides for the i-th pending
- * write, or a seeded coin when keep is NULL), the device then drops
- * every later write and sync with EIO until crashdev_restart().
- */
-int crashdev_create (uint64_t size, struct hhc_dev **devp);
-/* Number of writes not yet synced. */
-size_t crashdev_pending (struct hhc_dev *dev);
-void crashdev_crash (struct hhc_dev *dev, unsigned seed,
-                     bool (*keep) (size_t i, void *opaque), void *opaque);
-/* Power back on: reads see the durable image, writes work again. */
-void crashdev_restart (struct hhc_dev *dev);
-/* Make close() a no-op so the device outlives a volume; free with
- * crashdev_destroy.
- */
-void crashdev_destroy (struct hhc_dev *dev);
 
 #endif /* HHC_DEV_H */

@@ -18,9 +18,12 @@
 
 #include <stdio.h>
 
+#include "bflush.h"
 #include "common.h"
+#include "passdown.h"
+#include "reclaim.h"
 #include "flusher.h"
-#include "volume_int.h"
+#include "vol.h"
 
 #define BATCH 256               /* blocks per batch, at most... */
 #define BATCH_BYTES (16u << 20) /* ...and this many bytes */
@@ -120,7 +123,7 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
   struct hhc_stripe *st = index_stripe (&vol->idx, blk->lba);
   HHC_SCOPED_LOCK (&st->lock);
   uint32_t f = active_get (st, blk->slot);
-  bool passdown = vol_passdown_since (vol, seq, blk->lba);
+  bool passdown = passdown_since (vol, seq, blk->lba);
 
   /* A client that wrote the block meanwhile set ACT_REDIRTY. */
   bool clean = ok && !(f & ACT_REDIRTY) && !passdown;
@@ -228,73 +231,71 @@ write_extents (struct wb_batch *b, unsigned nthreads)
     pthread_join (th[i], NULL);
 }
 
-long
-flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
+/* Allocate a batch of at most max blocks. */
+static bool
+batch_alloc (struct wb_batch *b, uint32_t max)
 {
-  /* A failed cache device may return stale data: write nothing back. */
-  if (cache_is_failed (&vol->cache))
-    return -EIO;
-
-  struct wb_batch b = { .vol = vol, .bctx = bctx };
-  uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
-  uint64_t seq = vol_passdown_seq (vol);
-  long cleaned = 0;
-  uint64_t fseq;
-  int err = 0, ferr;
-
-  b.blocks = malloc (BATCH * sizeof *b.blocks);
-  b.ext = malloc (BATCH * sizeof *b.ext);
-  b.data = hhc_alloc_aligned ((size_t)max * vol->bs);
-  if (!b.blocks || !b.ext || !b.data)
+  b->blocks = malloc (BATCH * sizeof *b->blocks);
+  b->ext = malloc (BATCH * sizeof *b->ext);
+  b->data = hhc_alloc_aligned ((size_t)max * b->vol->bs);
+  if (!b->blocks || !b->ext || !b->data)
     {
-      free (b.blocks);
-      free (b.ext);
-      free (b.data);
-      return -ENOMEM;
+      free (b->blocks);
+      free (b->ext);
+      free (b->data);
+      return false;
     }
-  pthread_mutex_init (&b.lock, NULL);
-  select_blocks (&b, max);
-  qsort (b.blocks, b.nblocks, sizeof *b.blocks, cmp_lba);
-  for (uint32_t i = 0; i < b.nblocks; i++)
+  pthread_mutex_init (&b->lock, NULL);
+  return true;
+}
+
+static void
+batch_free (struct wb_batch *b)
+{
+  pthread_mutex_destroy (&b->lock);
+  free (b->blocks);
+  free (b->ext);
+  free (b->data);
+}
+
+/* Step 3: read the claimed blocks from the SSD (in sorted order), then
+ * drop our ACT_BUSY.  Returns the first error.
+ */
+static int
+read_blocks (struct wb_batch *b)
+{
+  struct hhc_volume *vol = b->vol;
+  int err = 0;
+
+  for (uint32_t i = 0; i < b->nblocks; i++)
     {
-      int r = cache_read_slot (&vol->cache, b.blocks[i].slot,
-                               b.data + (size_t)i * vol->bs, 0, vol->bs);
+      int r = cache_read_slot (&vol->cache, b->blocks[i].slot,
+                               b->data + (size_t)i * vol->bs, 0, vol->bs);
       if (r && !err)
         err = r;
-      drop_busy (vol, &b.blocks[i]);
+      drop_busy (vol, &b->blocks[i]);
     }
-  if (b.nblocks == 0)
-    goto out;
-  if (err)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "write-back: reading the cache: %s", strerror (err));
-      for (uint32_t i = 0; i < b.nblocks; i++)
-        (void)finish_block (vol, &b.blocks[i], false, seq);
-      goto out;
-    }
-  /* Clean blocks are trusted after a crash in wb (cache.h), so no
-   * persisted clean entry may describe older data than the backend
-   * gets now: commit first, making durable the frees of the slots that
-   * copy-on-write replaced.
-   */
-  if ((err = cache_commit (&vol->cache)) != 0)
-    {
-      for (uint32_t i = 0; i < b.nblocks; i++)
-        (void)finish_block (vol, &b.blocks[i], false, seq);
-      goto out;
-    }
-  make_extents (&b);
-  /* Another backend flush that fails after these writes may drop
-   * them, and then this flush succeeds with nothing left to write: the
-   * blocks are clean only if none failed meanwhile (bflush.c; the spin
-   * model's flaw 10).
-   */
+  return err;
+}
+
+/* Steps 4 and 5: write the extents, then flush the backend; returns
+ * the flush's error.  Another backend flush that fails after these
+ * writes may drop them, and then this flush succeeds with nothing left
+ * to write: the blocks are clean only if none failed meanwhile
+ * (bflush.c; the spin model's flaw 10).
+ */
+static int
+write_and_flush (struct wb_batch *b, unsigned nthreads)
+{
+  struct hhc_volume *vol = b->vol;
   uint64_t nfail = bflush_failures (vol);
-  write_extents (&b, nthreads);
-  uint64_t fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE);
-  fseq = vol_passdown_seq (vol); /* after fw: covers all it counts */
-  ferr = bflush_run (vol, bctx);
+  uint64_t fw, fseq;
+  int ferr;
+
+  write_extents (b, nthreads);
+  fw = __atomic_load_n (&vol->be_written, __ATOMIC_ACQUIRE);
+  fseq = passdown_seq (vol); /* after fw: covers all it counts */
+  ferr = bflush_run (vol, b->bctx);
   if (ferr == 0)
     {
       bflush_wait (vol);
@@ -303,19 +304,76 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     }
   if (ferr == 0 && vol->info.multi_conn)
     {
-      vol_backend_flushed (vol, fseq);
+      passdown_flushed (vol, fseq);
       bflush_done (vol, fw);
     }
-  for (uint32_t i = 0; i < b.nextents; i++)
-    if (b.ext[i].err && !err)
-      err = b.ext[i].err;
-  if (!err)
-    err = ferr;
-  for (uint32_t i = 0; i < b.nblocks; i++)
+  return ferr;
+}
+
+/* Step 6 for every block: clean if its extent was written and the
+ * backend flush (ferr) succeeded.  Returns the blocks cleaned.
+ */
+static long
+finish_blocks (struct wb_batch *b, int ferr, uint64_t seq)
+{
+  long cleaned = 0;
+
+  for (uint32_t i = 0; i < b->nblocks; i++)
     {
-      bool ok = ferr == 0 && b.ext[b.blocks[i].extent].err == 0;
-      cleaned += finish_block (vol, &b.blocks[i], ok, seq);
+      bool ok = ferr == 0 && b->ext[b->blocks[i].extent].err == 0;
+      cleaned += finish_block (b->vol, &b->blocks[i], ok, seq);
     }
+  return cleaned;
+}
+
+/* The batch's error: the first extent's that failed, else ferr. */
+static int
+batch_error (const struct wb_batch *b, int ferr)
+{
+  for (uint32_t i = 0; i < b->nextents; i++)
+    if (b->ext[i].err)
+      return b->ext[i].err;
+  return ferr;
+}
+
+long
+flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
+{
+  struct wb_batch b = { .vol = vol, .bctx = bctx };
+  uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
+  uint64_t seq = passdown_seq (vol);
+  long cleaned = 0;
+  int err, ferr;
+
+  /* A failed cache device may return stale data: write nothing back. */
+  if (cache_is_failed (&vol->cache))
+    return -EIO;
+  if (!batch_alloc (&b, max))
+    return -ENOMEM;
+  select_blocks (&b, max);
+  qsort (b.blocks, b.nblocks, sizeof *b.blocks, cmp_lba);
+  err = read_blocks (&b);
+  if (b.nblocks == 0)
+    goto out;
+  if (err)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR, "write-back: reading the cache: %s",
+             strerror (err));
+  /* Clean blocks are trusted after a crash in wb (cache.h), so no
+   * persisted clean entry may describe older data than the backend
+   * gets now: commit first, making durable the frees of the slots that
+   * copy-on-write replaced.
+   */
+  if (err == 0)
+    err = cache_commit (&vol->cache);
+  if (err)
+    {
+      (void)finish_blocks (&b, err, seq); /* none is clean */
+      goto out;
+    }
+  make_extents (&b);
+  ferr = write_and_flush (&b, nthreads);
+  err = batch_error (&b, ferr);
+  cleaned = finish_blocks (&b, ferr, seq);
   if (err)
     {
       stat_add (&vol->stats.writeback_errors, 1);
@@ -326,15 +384,37 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     }
   stat_add (&vol->stats.writeback_blocks, cleaned);
 out:
-  pthread_mutex_destroy (&b.lock);
-  free (b.blocks);
-  free (b.ext);
-  free (b.data);
+  batch_free (&b);
   vol_wake_waiters (vol);
   /* Progress counts: only a batch that cleaned nothing is a failure
    * (and backs the flusher off).
    */
   return err && cleaned == 0 ? -err : cleaned;
+}
+
+/* Write back everything: batches from the calling thread until no
+ * dirty block is left (flusher.h).
+ */
+int
+flusher_writeback_all (struct hhc_volume *vol, void *bctx)
+{
+  unsigned failures = 0;
+
+  if (cache_is_failed (&vol->cache))
+    return EIO;
+  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
+    {
+      long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
+      if (n < 0 && ++failures >= 3)
+        return (int)-n;
+      if (n == 0)
+        {
+          /* Blocks busy elsewhere (the flusher thread): let it finish. */
+          struct timespec ts = { 0, 1000000 };
+          nanosleep (&ts, NULL);
+        }
+    }
+  return 0;
 }
 
 /* ---- the thread ---- */
@@ -367,30 +447,77 @@ nap (struct hhc_flusher *f, unsigned ms)
 
 static void write_stats (struct hhc_volume *vol, uint64_t *last);
 
+/* What a round of the thread does (decided under the flusher lock). */
+struct pace {
+  bool go;   /* write back a batch */
+  bool full; /* and the next one at once */
+};
+
+static struct pace
+decide (struct hhc_flusher *f)
+{
+  struct hhc_volume *vol = f->vol;
+  uint64_t d = ndirty (vol);
+  bool draining = f->draining > 0;
+  /* The log filling up calls for write-back too (passive reclaim:
+   * the dirty list is oldest first, so the log head moves).
+   */
+  double lu = vol->log ? log_usage (vol->log) : 0;
+
+  return (struct pace){
+    .go = d > 0 && (d >= vol->dirty_low || draining || idle (vol) || lu >= 0.5),
+    .full = d >= vol->dirty_high || draining || idle (vol)
+            || vol_needs_reclaim (vol) || lu >= 0.75,
+  };
+}
+
+/* Back-off after failed batches. */
+struct backoff {
+  unsigned ms;       /* doubles after each failed batch */
+  uint64_t retry_at; /* no batch before this time (ns) */
+};
+
+/* How long to nap after a round whose batch returned n (0: none ran);
+ * 0: go on at full speed.
+ */
+static unsigned
+pause_ms (struct hhc_volume *vol, struct pace p, long n, uint64_t now,
+          struct backoff *bo)
+{
+  if (n < 0)
+    {
+      /* Backend trouble: retry with capped exponential back-off;
+       * kicks from stalled writers do not shorten it.
+       */
+      bo->ms = bo->ms ? HHC_MIN (bo->ms * 2, 5000u) : 100;
+      bo->retry_at = hhc_now_ns () + (uint64_t)bo->ms * 1000000;
+      stat_add (&vol->stats.writeback_retries, 1);
+      return bo->ms;
+    }
+  if (n > 0)
+    bo->ms = 0;
+  if (p.go && now < bo->retry_at)
+    return (bo->retry_at - now) / 1000000 + 1;
+  if (p.go && n > 0 && p.full)
+    return 0; /* full speed */
+  return p.go && n > 0 ? 20 : 100;
+}
+
 static void *
 flusher_thread (void *arg)
 {
   struct hhc_flusher *f = arg;
   struct hhc_volume *vol = f->vol;
-  unsigned backoff = 0;  /* ms: doubles after each failed batch */
-  uint64_t retry_at = 0; /* no batch before this time (ns) */
+  struct backoff bo = { 0, 0 };
   uint64_t last_stats = 0;
 
   hhc_lock (&f->lock);
   while (!f->stop)
     {
-      uint64_t d = ndirty (vol);
-      bool draining = f->draining > 0;
-      /* The log filling up calls for write-back too (passive reclaim:
-       * the dirty list is oldest first, so the log head moves).
-       */
-      double lu = vol->log ? log_usage (vol->log) : 0;
-      bool go = d > 0
-                && (d >= vol->dirty_low || draining || idle (vol) || lu >= 0.5);
-      bool full = d >= vol->dirty_high || draining || idle (vol)
-                  || vol_needs_reclaim (vol) || lu >= 0.75;
+      struct pace p = decide (f);
       uint64_t now = hhc_now_ns ();
       long n = 0;
+      unsigned ms;
 
       f->kicked = false;
       hhc_unlock (&f->lock);
@@ -401,34 +528,15 @@ flusher_thread (void *arg)
        * back (see cache_is_failed).
        */
       if (cache_is_failed (&vol->cache))
-        go = false;
-      if (go && now >= retry_at)
+        p.go = false;
+      if (p.go && now >= bo.retry_at)
         n = flusher_batch (vol, f->bctx, vol->conf.writeback_threads);
       hhc_lock (&f->lock);
       f->batches++;
       f->last_err = n < 0 ? (int)-n : 0;
       pthread_cond_broadcast (&f->done);
-      if (n < 0)
-        {
-          /* Backend trouble: retry with capped exponential back-off;
-           * kicks from stalled writers do not shorten it.
-           */
-          backoff = backoff ? HHC_MIN (backoff * 2, 5000u) : 100;
-          retry_at = hhc_now_ns () + (uint64_t)backoff * 1000000;
-          stat_add (&vol->stats.writeback_retries, 1);
-          nap (f, backoff);
-          continue;
-        }
-      if (n > 0)
-        backoff = 0;
-      if (go && now < retry_at)
-        {
-          nap (f, (retry_at - now) / 1000000 + 1);
-          continue;
-        }
-      if (go && n > 0 && full)
-        continue; /* full speed */
-      nap (f, go && n > 0 ? 20 : 100);
+      if ((ms = pause_ms (vol, p, n, now, &bo)) > 0)
+        nap (f, ms);
     }
   hhc_unlock (&f->lock);
   write_stats (vol, &last_stats);

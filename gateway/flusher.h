@@ -46,5 +46,11 @@ void flusher_kick (struct hhc_flusher *f);
  * returns blocks cleaned (>= 0) or -errno.
  */
 long flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads);
+/* FLUSH in wbflush (or hhc without a healthy log), hhc_drain and the
+ * start-up's rebase: write back every dirty block from the calling
+ * thread with bctx; the backend is flushed by each batch.  EIO if the
+ * cache device failed; the error of the third failed batch.
+ */
+int flusher_writeback_all (struct hhc_volume *vol, void *bctx);
 
 #endif /* HHC_FLUSHER_H */

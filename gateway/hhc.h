@@ -119,19 +119,6 @@ struct hhc_conf {
    */
   bool wal;
   hhc_log_fn log; /* required */
-  /* A device opened already (hhc_preopen, or a test's crash device)
-   * used instead of opening cache_path; closed by the volume only if
-   * own_dev.
-   */
-  struct hhc_dev *test_dev;
-  bool own_dev;
-  /* Log devices opened already (hhc_preopen, tests), as test_dev. */
-  struct hhc_dev *log_devs[HHC_MAX_LOGS];
-  bool own_log_devs;
-  /* Tests: at most this many log segments in memory (0: log.c's
-   * default, which a small log never reaches).
-   */
-  uint32_t log_ring_slots;
 };
 
 /* Set every field to its default. */
@@ -146,17 +133,26 @@ hhc_mode_is_wb (enum hhc_mode m)
 
 struct hhc_volume;
 
-/* Open and lock the cache device now (before nbdkit forks, so that a
- * locked or missing device is reported at once); sets conf->test_dev
- * and conf->own_dev.
+/* Devices opened before the volume (hhc_preopen), kept until hhc_open
+ * takes them over.  Opaque: the core's private preopen.h defines it.
  */
-int hhc_preopen (struct hhc_conf *conf);
+struct hhc_preopened;
+
+/* Open and lock the cache device and the log devices now (before
+ * nbdkit forks, so that a locked or missing device is reported at
+ * once).  *prep is then given to hhc_open; until then they stay open
+ * (also across a fork: a parent that exits must not close them).
+ */
+int hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep);
 
 /* Open (format or load) the cache for this backend.  Checks the cache
  * belongs to the backend, locks the device, rebuilds the index.  The
- * volume does no background work until hhc_start.
+ * volume does no background work until hhc_start.  pre: hhc_preopen's
+ * devices, which hhc_open takes over whether it succeeds or not; NULL:
+ * open the paths of conf now.
  */
-int hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
+int hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
+              const struct hhc_backend_ops *ops,
               const struct hhc_backend_info *info, struct hhc_volume **volp);
 
 /* Start background threads (flusher, stats writer).  bctx is the

@@ -1,20 +1,30 @@
-/* Volume life cycle: open (format or load the cache and check that it
- * belongs to this backend), start, drain, close; and statistics.
+/* Volume life cycle: the one place that assembles a volume.  Open
+ * (the devices, format or load the cache and check that it belongs to
+ * this backend, pair it with its log: logpair.c), start (the log:
+ * logstart.c; the flusher thread), close.
+ *
+ * Layers: open.c calls the request path (volume.c, read.c, flush.c),
+ * the flusher and the modules below them; none of them calls back up
+ * into open.c.  The only upward calls are the log's callbacks into the
+ * volume, installed by logstart.c (struct log_callbacks).
  */
 #include <config.h>
 
-#include <jansson.h>
 #include <stdio.h>
 
+#include "bflush.h"
 #include "common.h"
-#include "volume_int.h"
+#include "flusher.h"
+#include "logpair.h"
+#include "logstart.h"
+#include "vol.h"
 
 static int
-check_conf (const struct hhc_conf *conf)
+check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)
 {
   hhc_log_fn log = conf->log;
 
-  if (conf->cache_path == NULL && conf->test_dev == NULL)
+  if (conf->cache_path == NULL && (pre == NULL || pre->cache == NULL))
     {
       hhc_log (log, HHC_LOG_ERROR, "cache= is required");
       return EINVAL;
@@ -159,253 +169,14 @@ check_owner (struct hhc_volume *vol, const char *identity)
   return 0;
 }
 
-static bool
-uuid_is_zero (const uint8_t u[16])
-{
-  static const uint8_t z[16];
-  return memcmp (u, z, 16) == 0;
-}
-
-/* Mode hhc: open the log and decide what it means for the cache.
- * cache_new: the cache is about to be formatted (blank, or
- * format=force): a valid log of this backend is replayed at start.  A
- * loaded cache needs the log it is paired with, or a blank one.
+/* The device holds no cache (or format=force): refuse what could not
+ * be told apart or replayed, pair the log, format.
  */
-static struct log_conf
-log_conf_of (struct hhc_volume *vol, uint32_t block_size)
-{
-  return (struct log_conf){
-    .paths = vol->conf.log_paths,
-    .npaths = vol->conf.nlogs,
-    .block_size = block_size,
-    .volume_size = vol->info.size,
-    .identity = vol->identity,
-    .segment_size = vol->conf.segment_size,
-    .nbuffers = vol->conf.log_buffers,
-    .log = vol->conf.log,
-    .test_devs = vol->conf.log_devs,
-    .ring_slots = vol->conf.log_ring_slots,
-  };
-}
-
 static int
-open_log (struct hhc_volume *vol, bool cache_new)
+new_cache (struct hhc_volume *vol)
 {
-  struct hhc_cache *c = &vol->cache;
-  static const uint8_t zero[16];
-  uint8_t luuid[16], lcache[16];
-  char a[37], b[37];
-  enum log_found found;
-  struct log_conf lc = log_conf_of (
-      vol, cache_new ? (vol->conf.block_size ? vol->conf.block_size : 4096)
-                     : c->block_size);
   int r;
 
-  if (vol->conf.mode != HHC_MODE_HHC)
-    return 0;
-  r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
-  if (r)
-    return r;
-  log_uuids (vol->log, luuid, lcache);
-  hhc_uuid_str (luuid, a);
-  if (cache_new)
-    {
-      memcpy (c->log_uuid, luuid, 16);
-      vol->replay_pending = found == LOG_FOUND_VALID;
-      return 0;
-    }
-  if (found == LOG_FOUND_BLANK)
-    {
-      if (!uuid_is_zero (c->log_uuid))
-        {
-          vol->log_lost = true;
-          hhc_uuid_str (c->log_uuid, b);
-          hhc_log (vol->conf.log, HHC_LOG_WARNING,
-                   "the log this cache was paired with (%s) is gone: "
-                   "starting with a new log %s; every dirty block is "
-                   "written to it before the first client request",
-                   b, a);
-        }
-      return 0;
-    }
-  if (memcmp (lcache, c->uuid, 16) == 0)
-    return 0;
-  if (memcmp (c->log_uuid, luuid, 16) == 0)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
-               "log %s: a recovery into this cache was interrupted: "
-               "replaying the log again",
-               a);
-      vol->replay_pending = true;
-      return 0;
-    }
-  hhc_uuid_str (lcache, b);
-  hhc_log (vol->conf.log, HHC_LOG_ERROR,
-           "log %s belongs to another cache (paired with cache %s): give "
-           "the log written with this cache, or a blank log device",
-           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
-  log_close (vol->log);
-  vol->log = NULL;
-  return EINVAL;
-}
-
-/* Can a replay of a log still write into the backend under this
- * cache (cache.h, enum cache_log_link)?
- */
-static bool
-cache_log_paired (const struct hhc_cache *c)
-{
-  return c->log_link == CACHE_LOG_PAIRED
-         || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
-}
-
-/* A mode other than hhc on a cache that was used in mode hhc: what it
- * writes back goes unseen by the log, whose entries (dirty blocks of
- * the last hhc run) a replay after the loss of this cache would write
- * over it.  Refused, unless log= names that log (checked here):
- * hhc_start then writes every dirty block back (the log protected
- * them against the loss of the cache until then), voids the log
- * (log_retire) and records in the state page that no log is paired.
- */
-static int
-check_retire_log (struct hhc_volume *vol)
-{
-  struct hhc_cache *c = &vol->cache;
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  int r;
-
-  if (vol->log_retired) /* by format=force, before the format */
-    return 0;
-  if (vol->conf.nlogs == 0)
-    {
-      if (!cache_log_paired (c))
-        return 0;
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: the cache was used in mode hhc and its log may still "
-               "hold older copies of its blocks, which a replay after the "
-               "loss of this cache would write over what mode %s writes "
-               "back: give that log as log= (it is then voided), or start "
-               "in mode hhc",
-               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
-      return EINVAL;
-    }
-  r = log_retire (&lc, c->uuid, c->linked_log, false);
-  vol->retire_pending = r == 0;
-  return r;
-}
-
-static int
-retire_log (struct hhc_volume *vol, void *bctx)
-{
-  struct hhc_cache *c = &vol->cache;
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  int r = hhc_drain (vol, bctx);
-
-  if (r)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
-             "writing back dirty blocks before the log is voided: %s",
-             strerror (r));
-  if (r == 0)
-    r = log_retire (&lc, c->uuid, c->linked_log, true);
-  if (r == 0)
-    {
-      c->log_link = CACHE_LOG_RETIRED;
-      r = cache_write_state (c, vol->run_state);
-    }
-  vol->retire_pending = r != 0;
-  return r;
-}
-
-/* Record in the state page (written by format_cache or
- * settle_after_load) which log, if any, this run pairs the cache with.
- */
-static void
-link_log (struct hhc_volume *vol)
-{
-  struct hhc_cache *c = &vol->cache;
-  uint8_t lcache[16];
-
-  memset (c->linked_log, 0, 16);
-  if (vol->log == NULL)
-    {
-      c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
-      return;
-    }
-  c->log_link = CACHE_LOG_PAIRED;
-  log_uuids (vol->log, c->linked_log, lcache);
-}
-
-/* format=force in a mode other than hhc over a cache used in hhc: its
- * log would still be replayed after the loss of the new cache, over
- * what this mode writes back.  With log= naming it, it is voided first
- * (log_retired; the old cache's dirty blocks go, as format=force
- * says); without, refused.  A superblock that cannot be read pairs
- * nothing.
- */
-static int
-retire_before_format (struct hhc_volume *vol)
-{
-  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
-  struct hhc_cache *c = &vol->cache;
-  enum cache_state state;
-  int r;
-
-  if (identity == NULL)
-    return ENOMEM;
-  if (vol->conf.mode == HHC_MODE_HHC
-      || cache_read_super (c, identity, CACHE_IDENTITY_MAX + 1) != 0
-      || cache_read_state (c, &state) != 0 || !cache_log_paired (c))
-    return 0;
-  if (vol->conf.nlogs == 0)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: format=force over a cache used in mode hhc: its log "
-               "would still be replayed after the loss of the new cache, "
-               "over what mode %s writes back: give that log as log= (it "
-               "is then voided)",
-               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
-      return EINVAL;
-    }
-  struct log_conf lc = log_conf_of (vol, c->block_size);
-  r = log_retire (&lc, c->uuid, c->linked_log, true);
-  vol->log_retired = r == 0;
-  return r;
-}
-
-/* Format or read the superblock according to conf->format. */
-static int
-open_cache (struct hhc_volume *vol, bool *formatted)
-{
-  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
-  int r;
-
-  if (identity == NULL)
-    return ENOMEM;
-  *formatted = false;
-  if (vol->conf.format == HHC_FORMAT_FORCE)
-    goto format;
-  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
-  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
-    goto format;
-  if (r == ENOENT)
-    {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
-               "%s: not an HHC cache and format=never", vol->dev->name);
-      return EINVAL;
-    }
-  if (r)
-    return r;
-  if ((r = check_owner (vol, identity)) != 0)
-    return r;
-  if (*identity == '\0')
-    hhc_log (vol->conf.log, HHC_LOG_WARNING,
-             "%s: the cache is tied to the backend's size only (formatted "
-             "with no backend-id= for a plugin with no export description)",
-             vol->dev->name);
-  return open_log (vol, false);
-
-format:
-  *formatted = true;
   if (*vol->identity == '\0' && !vol->conf.allow_no_identity)
     {
       /* Two backends of one size could then be swapped, and the cache
@@ -424,7 +195,7 @@ format:
              "the backend has no export description and backend-id= is "
              "not set: the cache is tied to the backend's size only");
   if (vol->conf.format == HHC_FORMAT_FORCE
-      && (r = retire_before_format (vol)) != 0)
+      && (r = logpair_retire_before_format (vol)) != 0)
     return r;
   if (vol->conf.mode != HHC_MODE_HHC && vol->conf.nlogs > 0
       && !vol->log_retired)
@@ -438,11 +209,43 @@ format:
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  memset (vol->cache.log_uuid, 0, 16); /* open_log sets it in hhc */
-  if ((r = open_log (vol, true)) != 0)
+  memset (vol->cache.log_uuid, 0, 16); /* logpair_open sets it in hhc */
+  if ((r = logpair_open (vol, true)) != 0)
     return r;
-  link_log (vol);
+  logpair_link (vol);
   return format_cache (vol);
+}
+
+/* Format or read the superblock according to conf->format. */
+static int
+open_cache (struct hhc_volume *vol)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  if (vol->conf.format == HHC_FORMAT_FORCE)
+    return new_cache (vol);
+  r = cache_read_super (&vol->cache, identity, CACHE_IDENTITY_MAX + 1);
+  if (r == ENOENT && vol->conf.format == HHC_FORMAT_AUTO)
+    return new_cache (vol);
+  if (r == ENOENT)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: not an HHC cache and format=never", vol->dev->name);
+      return EINVAL;
+    }
+  if (r)
+    return r;
+  if ((r = check_owner (vol, identity)) != 0)
+    return r;
+  if (*identity == '\0')
+    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+             "%s: the cache is tied to the backend's size only (formatted "
+             "with no backend-id= for a plugin with no export description)",
+             vol->dev->name);
+  return logpair_open (vol, false);
 }
 
 /* Free every clean slot (after an unclean stop in pt/wt). */
@@ -488,10 +291,10 @@ settle_after_load (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  if (vol->conf.mode != HHC_MODE_HHC && (r = check_retire_log (vol)) != 0)
+  if (vol->conf.mode != HHC_MODE_HHC && (r = logpair_check_retire (vol)) != 0)
     return r;
   if (vol->log)
-    link_log (vol);
+    logpair_link (vol);
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
     hhc_log (vol->conf.log, HHC_LOG_ERROR,
              "%s: the last run, with ssd-sync=checkpoint, did not stop "
@@ -507,7 +310,7 @@ settle_after_load (struct hhc_volume *vol)
                " dirty blocks",
                vol->dev->name, n, vol->ndirty);
     }
-  /* A redo owed by the last run stays owed until start_log has done
+  /* A redo owed by the last run stays owed until logstart_run has done
    * it, whatever this run's ssd-sync.
    */
   if (vol->log && (vol->conf.wal || state == CACHE_IN_USE_HHC))
@@ -542,18 +345,18 @@ free_volume (struct hhc_volume *vol, bool failed)
   void (*close_dev) (struct hhc_dev *) = failed ? dev_discard : dev_close;
 
   log_close (vol->log);
-  if (vol->conf.own_log_devs)
+  if (vol->pre.owned)
     for (unsigned i = 0; i < vol->conf.nlogs; i++)
-      close_dev (vol->conf.log_devs[i]);
+      close_dev (vol->pre.logs[i]);
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
-  if (vol->conf.test_dev == NULL || vol->conf.own_dev)
+  if (vol->pre.cache == NULL || vol->pre.owned)
     close_dev (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
   pthread_mutex_destroy (&vol->wal_lock);
   pthread_cond_destroy (&vol->wait_cond);
-  pthread_mutex_destroy (&vol->pd_lock);
+  pthread_mutex_destroy (&vol->pd.lock);
   pthread_mutex_destroy (&vol->bf_lock);
   pthread_cond_destroy (&vol->bf_cond);
   free (vol->identity);
@@ -562,65 +365,74 @@ free_volume (struct hhc_volume *vol, bool failed)
   free (vol);
 }
 
-int
-hhc_preopen (struct hhc_conf *conf)
+/* A failed start: discard what pre holds if it is hhc_preopen's (files
+ * it created are removed again).
+ */
+static void
+discard_preopened (struct hhc_preopened *pre)
 {
-  int r = check_conf (conf);
+  if (pre == NULL || !pre->owned)
+    return;
+  for (unsigned i = 0; i < HHC_MAX_LOGS; i++)
+    dev_discard (pre->logs[i]);
+  dev_discard (pre->cache);
+  free (pre);
+}
 
-  if (r == 0)
-    r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                       conf->log, &conf->test_dev);
-  if (r == 0)
-    conf->own_dev = true;
+int
+hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep)
+{
+  struct hhc_preopened *pre;
+  int r = check_conf (conf, NULL);
+
+  *prep = NULL;
+  if (r)
+    return r;
+  pre = calloc (1, sizeof *pre);
+  if (pre == NULL)
+    return ENOMEM;
+  pre->owned = true;
+  r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
+                     conf->log, &pre->cache);
   /* The log devices too (so that a missing or locked one is reported
    * at once).
    */
   for (unsigned i = 0; r == 0 && i < conf->nlogs; i++)
-    {
-      r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
-                         &conf->log_devs[i]);
-      conf->own_log_devs = true;
-    }
+    r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
+                       &pre->logs[i]);
   if (r)
-    {
-      for (unsigned i = 0; i < conf->nlogs; i++)
-        dev_discard (conf->log_devs[i]);
-      memset (conf->log_devs, 0, sizeof conf->log_devs);
-      conf->own_log_devs = false;
-      dev_discard (conf->test_dev);
-      conf->test_dev = NULL;
-      conf->own_dev = false;
-    }
+    discard_preopened (pre);
+  else
+    *prep = pre;
   return r;
 }
 
-int
-hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
-          const struct hhc_backend_info *info, struct hhc_volume **volp)
+/* A volume for conf, not yet opened: conf copied (its strings too),
+ * the locks, the identity.  It takes pre over (a failure discards it).
+ */
+static int
+new_volume (const struct hhc_conf *conf, struct hhc_preopened *pre,
+            const struct hhc_backend_ops *ops,
+            const struct hhc_backend_info *info, struct hhc_volume **volp)
 {
-  struct hhc_volume *vol;
-  bool formatted;
-  int r;
+  struct hhc_volume *vol = calloc (1, sizeof *vol);
 
-  if ((r = check_conf (conf)) != 0)
-    goto fail_early;
-  if (info->size == 0)
-    {
-      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
-      r = EINVAL;
-      goto fail_early;
-    }
-  vol = calloc (1, sizeof *vol);
   if (vol == NULL)
     {
-      r = ENOMEM;
-      goto fail_early;
+      discard_preopened (pre);
+      return ENOMEM;
     }
-  vol->dev = conf->test_dev; /* a pre-opened device, if any */
+  if (pre)
+    {
+      vol->pre = *pre; /* pre-opened devices, if any */
+      if (pre->owned)
+        free (pre); /* the volume has taken it over */
+    }
+  vol->dev = vol->pre.cache;
   pthread_mutex_init (&vol->wait_lock, NULL);
   pthread_mutex_init (&vol->wal_lock, NULL);
   pthread_cond_init (&vol->wait_cond, NULL);
-  pthread_mutex_init (&vol->pd_lock, NULL);
+  pthread_mutex_init (&vol->pd.lock, NULL);
   pthread_mutex_init (&vol->bf_lock, NULL);
   pthread_cond_init (&vol->bf_cond, NULL);
   vol->conf = *conf;
@@ -635,20 +447,32 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
   vol->identity = make_identity (conf, info);
   if (vol->identity == NULL)
     {
-      r = ENOMEM;
-      goto fail;
+      free_volume (vol, true);
+      return ENOMEM;
     }
-  if (conf->test_dev)
-    vol->dev = conf->test_dev;
-  else if ((r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                               conf->log, &vol->dev))
-           != 0)
-    goto fail;
+  *volp = vol;
+  return 0;
+}
 
+/* Open the cache device (unless pre-opened) and the cache on it
+ * (format or load its superblock, pair its log); check its block size
+ * fits this volume.
+ */
+static int
+open_device (struct hhc_volume *vol)
+{
+  const struct hhc_conf *conf = &vol->conf;
+  int r;
+
+  if (vol->dev == NULL
+      && (r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
+                             conf->log, &vol->dev))
+             != 0)
+    return r;
   vol->cache.dev = vol->dev;
   vol->cache.log = conf->log;
-  if ((r = open_cache (vol, &formatted)) != 0)
-    goto fail;
+  if ((r = open_cache (vol)) != 0)
+    return r;
   vol->bs = vol->cache.block_size;
   if (conf->direct && vol->bs < 4096)
     {
@@ -656,316 +480,70 @@ hhc_open (const struct hhc_conf *conf, const struct hhc_backend_ops *ops,
                "%s: direct=true needs a block-size of at least 4K (the "
                "cache has %u)",
                vol->dev->name, vol->bs);
-      r = EINVAL;
-      goto fail;
+      return EINVAL;
     }
-  vol->nblocks = (info->size + vol->bs - 1) / vol->bs;
+  vol->nblocks = (vol->info.size + vol->bs - 1) / vol->bs;
   if (vol->nblocks > HHC_MAX_BLOCKS)
     {
       hhc_log (conf->log, HHC_LOG_ERROR,
                "volume has more than 2^34 blocks: use a larger block-size");
-      r = EINVAL;
-      goto fail;
+      return EINVAL;
     }
+  return 0;
+}
+
+/* Build the index and the LRU from the cache's metadata, then settle
+ * what the last run left (settle_after_load).
+ */
+static int
+load_slots (struct hhc_volume *vol)
+{
+  int r;
+
   if ((r = index_init (&vol->idx, vol->cache.nslots)) != 0)
-    goto fail;
-  lru_init (&vol->lru, vol->idx.slots, conf->hot_ratio);
+    return r;
+  lru_init (&vol->lru, vol->idx.slots, vol->conf.hot_ratio);
   if ((r = cache_init_mem (&vol->cache, &vol->idx)) != 0)
-    goto fail;
+    return r;
   r = cache_load (&vol->cache, found_slot, vol);
   if (r == 0)
     r = settle_after_load (vol);
+  if (r == 0)
+    set_watermarks (vol);
+  return r;
+}
+
+int
+hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
+          const struct hhc_backend_ops *ops,
+          const struct hhc_backend_info *info, struct hhc_volume **volp)
+{
+  struct hhc_volume *vol;
+  int r = check_conf (conf, pre);
+
+  if (r == 0 && info->size == 0)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
+      r = EINVAL;
+    }
   if (r)
-    goto fail;
-  set_watermarks (vol);
+    {
+      discard_preopened (pre);
+      return r;
+    }
+  if ((r = new_volume (conf, pre, ops, info, &vol)) != 0)
+    return r;
+  if ((r = open_device (vol)) != 0 || (r = load_slots (vol)) != 0)
+    {
+      free_volume (vol, true);
+      return r;
+    }
   hhc_log (conf->log, HHC_LOG_INFO,
            "%s: %u slots of %u bytes, %" PRIu64 " dirty, %u free, mode %s",
            vol->dev->name, vol->cache.nslots, vol->bs, vol->ndirty,
            vol->cache.nfree, hhc_mode_to_string (conf->mode));
   *volp = vol;
   return 0;
-
-fail:
-  free_volume (vol, true);
-  return r;
-
-fail_early:
-  if (conf->own_dev)
-    dev_discard (conf->test_dev);
-  if (conf->own_log_devs)
-    for (unsigned i = 0; i < conf->nlogs; i++)
-      dev_discard (conf->log_devs[i]);
-  return r;
-}
-
-int
-vol_writeback_all (struct hhc_volume *vol, void *bctx)
-{
-  unsigned failures = 0;
-
-  if (cache_is_failed (&vol->cache))
-    return EIO;
-  while (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) > 0)
-    {
-      long n = flusher_batch (vol, bctx, vol->conf.writeback_threads);
-      if (n < 0 && ++failures >= 3)
-        return (int)-n;
-      if (n == 0)
-        {
-          /* Blocks busy elsewhere (the flusher thread): let it finish. */
-          struct timespec ts = { 0, 1000000 };
-          nanosleep (&ts, NULL);
-        }
-    }
-  return 0;
-}
-
-int
-hhc_drain (struct hhc_volume *vol, void *bctx)
-{
-  int r = vol_writeback_all (vol, bctx);
-
-  return r ? r : hhc_flush (vol, bctx); /* also trims and zeros */
-}
-
-struct replay_ctx {
-  struct hhc_volume *vol;
-  void *bctx;
-  unsigned last_pct;
-  uint64_t to_backend; /* redo: blocks written to the backend */
-};
-
-static int
-replay_write (void *opaque, const void *buf, uint64_t lba)
-{
-  struct replay_ctx *rc = opaque;
-  struct hhc_volume *vol = rc->vol;
-  uint64_t off = lba * vol->bs;
-  uint32_t len = HHC_MIN ((uint64_t)vol->bs, vol->info.size - off);
-
-  return vol->ops->pwrite (rc->bctx, buf, len, off, false);
-}
-
-/* Redo one block of the log into the cache (the restart after a crash
- * in hhc: FLUSH synced only the log): into the slot the loaded metadata
- * names for this LBA, else a free slot (persisted free: invariant 1),
- * else the backend.  The block becomes dirty; start_log logs it again.
- * Nothing runs yet but this thread.
- */
-static int
-redo_write (void *opaque, const void *buf, uint64_t lba)
-{
-  struct replay_ctx *rc = opaque;
-  struct hhc_volume *vol = rc->vol;
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  bool fresh = false;
-  uint32_t s;
-  int r;
-
-  hhc_lock (&st->lock);
-  s = index_lookup (&vol->idx, lba);
-  if (s == HHC_NIL && (s = cache_alloc_slot (&vol->cache)) != HHC_NIL)
-    {
-      index_insert (&vol->idx, s, lba);
-      fresh = true;
-    }
-  hhc_unlock (&st->lock);
-  if (s == HHC_NIL)
-    {
-      rc->to_backend++;
-      return replay_write (opaque, buf, lba);
-    }
-  r = cache_write_slot (&vol->cache, s, buf, 0, vol->bs);
-  hhc_lock (&st->lock);
-  if (r && fresh)
-    {
-      index_remove (&vol->idx, s);
-      cache_unalloc_slot (&vol->cache, s);
-    }
-  else if (r == 0 && (fresh || slot_state (&vol->idx.slots[s]) < SLOT_DIRTY))
-    {
-      cache_set_state (&vol->cache, s, SLOT_DIRTY);
-      vol->ndirty++;
-      if (fresh)
-        lru_insert_dirty (&vol->lru, s);
-      else
-        lru_make_dirty (&vol->lru, s);
-    }
-  hhc_unlock (&st->lock);
-  if (r == 0)
-    vol->redone++;
-  return r;
-}
-
-static void
-replay_progress (void *opaque, uint64_t done, uint64_t total)
-{
-  struct replay_ctx *rc = opaque;
-  unsigned pct = total ? done * 100 / total : 100;
-
-  if (pct / 10 != rc->last_pct / 10 || done == total)
-    hhc_log (rc->vol->conf.log, HHC_LOG_INFO,
-             "log replay: %" PRIu64 " of %" PRIu64 " blocks (%u%%)", done,
-             total, pct);
-  rc->last_pct = pct;
-}
-
-static int
-log_relog_cb (void *opaque, uint32_t key, uint64_t lba)
-{
-  return vol_relog (opaque, key, lba);
-}
-
-static int
-log_checkpoint_cb (void *opaque)
-{
-  struct hhc_volume *vol = opaque;
-
-  return cache_commit (&vol->cache);
-}
-
-static void
-log_pressure_cb (void *opaque)
-{
-  struct hhc_volume *vol = opaque;
-
-  if (__atomic_load_n (&vol->flusher_on, __ATOMIC_ACQUIRE))
-    flusher_kick (&vol->flusher);
-}
-
-/* Mode hhc at start: replay the log into the backend if the cache is
- * new, then write every dirty block of the cache to the log under a
- * new base barrier (DESIGN.md section 7; docs/log.md).
- */
-static int
-start_log (struct hhc_volume *vol, void *bctx)
-{
-  struct log_callbacks cb = { vol, log_relog_cb, log_pressure_cb,
-                              vol->conf.wal ? log_checkpoint_cb : NULL };
-  struct replay_ctx rc = { vol, bctx, 0, 0 };
-  uint32_t *keys = NULL;
-  uint64_t *lbas = NULL;
-  size_t n = 0;
-  int r;
-
-  if (vol->replay_pending)
-    {
-      r = log_replay (vol->log, replay_write, replay_progress, &rc);
-      if (r == 0 && (r = vol->ops->flush (bctx)) != 0)
-        hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                 "log replay: flushing the backend: %s", strerror (r));
-      if (r)
-        return r;
-      vol->replay_pending = false;
-    }
-  else if (vol->loaded_state == CACHE_IN_USE_HHC)
-    {
-      /* A crash in hhc with ssd-sync=checkpoint (this run may have any
-       * ssd-sync): what FLUSHes covered since the last checkpoint is in
-       * the log only.  Redo it into the cache (the log stays as
-       * it is until the new base barrier, so a crash during the redo
-       * just redoes again).
-       */
-      r = log_replay (vol->log, redo_write, replay_progress, &rc);
-      if (r == 0)
-        r = cache_commit (&vol->cache);
-      if (r == 0 && rc.to_backend > 0)
-        r = vol->ops->flush (bctx);
-      if (r)
-        {
-          hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                   "log: redoing the last run's log into the cache: %s",
-                   strerror (r));
-          return r;
-        }
-      if (vol->redone || rc.to_backend)
-        hhc_log (vol->conf.log, HHC_LOG_INFO,
-                 "log: the last run did not stop cleanly: redid %" PRIu64
-                 " blocks into the cache, wrote %" PRIu64
-                 " to the backend (no free slot)",
-                 vol->redone, rc.to_backend);
-    }
-  /* Done (and durable): now this run's own state (settle_after_load
-   * kept the one that asks for the redo).
-   */
-  if (vol->loaded_state == CACHE_IN_USE_HHC && !vol->conf.wal
-      && (r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
-    return r;
-  if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
-    return r;
-  /* The dirty blocks must fit in the log next to the last run's
-   * segments (which stay until the new base barrier is written).  If
-   * they do not, write them all back first: then nothing in the old
-   * segments is needed any more.
-   */
-  if (!log_rebase_fits (vol->log, vol->ndirty))
-    {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
-               "log: no room for the %" PRIu64
-               " dirty blocks next to the last run's segments: writing "
-               "them back first",
-               vol->ndirty);
-      if ((r = vol_writeback_all (vol, bctx)) != 0
-          || (r = vol->ops->flush (bctx)) != 0 || (r = log_discard (vol->log)))
-        {
-          hhc_log (vol->conf.log, HHC_LOG_ERROR,
-                   "log: writing back before start: %s", strerror (r));
-          return r;
-        }
-    }
-  keys = malloc ((vol->ndirty + 1) * sizeof *keys);
-  lbas = malloc ((vol->ndirty + 1) * sizeof *lbas);
-  if (keys == NULL || lbas == NULL)
-    r = ENOMEM;
-  for (uint32_t s = 0; r == 0 && s < vol->idx.nslots && n < vol->ndirty; s++)
-    if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
-      {
-        keys[n] = s;
-        lbas[n++] = slot_lba (&vol->idx.slots[s]);
-      }
-  if (r == 0)
-    {
-      if (n)
-        hhc_log (vol->conf.log, HHC_LOG_INFO,
-                 "log: writing %zu dirty blocks to the log", n);
-      r = log_rebase (vol->log, keys, lbas, n);
-    }
-  free (keys);
-  free (lbas);
-  return r;
-}
-
-static json_t *
-log_json (struct hhc_volume *vol)
-{
-  struct hhc_counts c;
-  json_t *o, *m = json_array ();
-  bool failed;
-  const char *name;
-
-  hhc_get_counts (vol, &c);
-  for (unsigned i = 0; (name = log_mirror_name (vol->log, i, &failed)); i++)
-    json_array_append_new (
-        m, json_pack ("{s:s,s:b}", "name", name, "failed", failed));
-  o = json_pack (
-      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "segments",
-      (json_int_t)c.log_segments, "barriers", (json_int_t)c.log_barriers,
-      "syncs", (json_int_t)c.log_syncs, "blocks", (json_int_t)c.log_blocks,
-      "revokes", (json_int_t)c.log_revokes, "relogged",
-      (json_int_t)c.log_relogged, "full_waits", (json_int_t)c.log_full_waits,
-      "checkpoints", (json_int_t)c.log_checkpoints, "redone",
-      (json_int_t)c.log_redone, "used_bytes", (json_int_t)c.log_used,
-      "region_bytes", (json_int_t)c.log_region, "mirrors",
-      (json_int_t)c.log_mirrors, "mirrors_failed",
-      (json_int_t)c.log_mirrors_failed);
-  if (o)
-    json_object_set_new (o, "mirrors_unvoided",
-                         json_integer (c.log_mirrors_unvoided));
-  if (o)
-    json_object_set_new (o, "mirror", m);
-  else
-    json_decref (m);
-  return o;
 }
 
 int
@@ -973,7 +551,7 @@ hhc_start (struct hhc_volume *vol, void *bctx)
 {
   int r;
 
-  if (vol->retire_pending && (r = retire_log (vol, bctx)) != 0)
+  if (vol->retire_pending && (r = logpair_retire (vol, bctx)) != 0)
     return r;
   if (!hhc_mode_is_wb (vol->conf.mode) && vol->ndirty > 0)
     {
@@ -997,7 +575,7 @@ hhc_start (struct hhc_volume *vol, void *bctx)
                "flushing the backend after an unclean stop: %s", strerror (r));
       return r;
     }
-  if (vol->log && (r = start_log (vol, bctx)) != 0)
+  if (vol->log && (r = logstart_run (vol, bctx)) != 0)
     return r;
   r = flusher_start (&vol->flusher, vol, bctx);
   if (r)
@@ -1060,130 +638,4 @@ hhc_close (struct hhc_volume *vol)
     }
   free_volume (vol, false);
   return r ? r : r2;
-}
-
-void
-hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
-{
-  struct hhc_stats *s = &vol->stats;
-
-  memset (c, 0, sizeof *c);
-  c->slots = vol->cache.nslots;
-  c->free = cache_nfree (&vol->cache) + cache_npending (&vol->cache);
-  c->dirty = __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE);
-  c->clean = lru_count (&vol->lru, LRU_HOT) + lru_count (&vol->lru, LRU_COLD);
-  c->read_hits = stat_get (&s->read_hits);
-  c->read_misses = stat_get (&s->read_misses);
-  c->write_hits = stat_get (&s->write_hits);
-  c->write_misses = stat_get (&s->write_misses);
-  c->evictions = stat_get (&s->evictions);
-  c->writeback_blocks = stat_get (&s->writeback_blocks);
-  c->writeback_errors = stat_get (&s->writeback_errors);
-  c->flushes = stat_get (&s->flushes);
-  if (vol->log)
-    {
-      struct log_stats ls;
-      log_get_stats (vol->log, &ls);
-      c->log_segments = ls.segments;
-      c->log_barriers = ls.barriers;
-      c->log_syncs = ls.syncs;
-      c->log_blocks = ls.blocks;
-      c->log_revokes = ls.revokes;
-      c->log_relogged = ls.relogged;
-      c->log_reclaimed = ls.reclaimed;
-      c->log_redone = vol->redone;
-      c->log_full_waits = ls.full_waits;
-      c->log_checkpoints = ls.checkpoints;
-      c->log_used = ls.used;
-      c->log_region = ls.region_size;
-      c->log_mirrors = ls.mirrors;
-      c->log_mirrors_failed = ls.mirrors_failed;
-      c->log_mirrors_unvoided = ls.mirrors_unvoided;
-    }
-}
-
-double
-hhc_ram_per_block (struct hhc_volume *vol)
-{
-  /* Slot entry + bucket head; stripes, page locks and bitmaps are
-   * fixed or per page, counted too.
-   */
-  double n = vol->idx.nslots;
-  double bytes = n * (sizeof (struct hhc_slot) + sizeof (uint32_t))
-                 + vol->idx.nstripes * sizeof (struct hhc_stripe)
-                 + vol->cache.npagelocks * sizeof (pthread_mutex_t)
-                 + vol->cache.npages * (2 * sizeof (uint64_t) + 1.0 / 8);
-  return bytes / n;
-}
-
-/* [[le_us, count], ...], cumulative, up to 2^26 us (67 s). */
-static json_t *
-hist_json (const struct hhc_hist *h)
-{
-  enum { N = 25 };
-  uint64_t edges[N], counts[N];
-  json_t *a = json_array ();
-
-  hist_cumulative (h, N, edges, counts);
-  for (unsigned i = 0; a && i < N; i++)
-    json_array_append_new (
-        a, json_pack ("[I,I]", (json_int_t)edges[i], (json_int_t)counts[i]));
-  return a;
-}
-
-char *
-hhc_stats_json (struct hhc_volume *vol)
-{
-  struct hhc_counts c;
-  struct hhc_stats *s = &vol->stats;
-  json_t *o, *lat;
-  char *text;
-
-  hhc_get_counts (vol, &c);
-  lat = json_pack ("{s:I,s:I,s:I}", "p50",
-                   (json_int_t)hist_quantile (&s->flush_lat, 0.5), "p99",
-                   (json_int_t)hist_quantile (&s->flush_lat, 0.99), "p999",
-                   (json_int_t)hist_quantile (&s->flush_lat, 0.999));
-  o = json_pack ("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-                 "mode", hhc_mode_to_string (vol->conf.mode), "block_size",
-                 (json_int_t)vol->bs, "slots", (json_int_t)c.slots, "free",
-                 (json_int_t)c.free, "clean", (json_int_t)c.clean, "dirty",
-                 (json_int_t)c.dirty, "read_hits", (json_int_t)c.read_hits,
-                 "read_misses", (json_int_t)c.read_misses, "write_hits",
-                 (json_int_t)c.write_hits, "write_misses",
-                 (json_int_t)c.write_misses, "bytes_read",
-                 (json_int_t)stat_get (&s->bytes_read), "bytes_written",
-                 (json_int_t)stat_get (&s->bytes_written), "evictions",
-                 (json_int_t)c.evictions);
-  if (o == NULL || lat == NULL)
-    {
-      json_decref (o);
-      json_decref (lat);
-      return NULL;
-    }
-  json_object_set_new (o, "writeback_blocks",
-                       json_integer (c.writeback_blocks));
-  json_object_set_new (o, "writeback_backlog", json_integer (c.dirty));
-  json_object_set_new (o, "writeback_errors",
-                       json_integer (c.writeback_errors));
-  json_object_set_new (o, "writeback_retries",
-                       json_integer (stat_get (&s->writeback_retries)));
-  json_object_set_new (o, "backend_errors",
-                       json_integer (stat_get (&s->backend_errors)));
-  json_object_set_new (o, "stalls", json_integer (stat_get (&s->stalls)));
-  json_object_set_new (
-      o, "backend_flush_failed",
-      json_boolean (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE)));
-  json_object_set_new (o, "log_fallbacks",
-                       json_integer (stat_get (&s->log_fallbacks)));
-  json_object_set_new (o, "flushes", json_integer (c.flushes));
-  json_object_set_new (o, "flush_latency_us", lat);
-  json_object_set_new (o, "flush_latency_buckets", hist_json (&s->flush_lat));
-  json_object_set_new (o, "ram_bytes_per_block",
-                       json_real (hhc_ram_per_block (vol)));
-  if (vol->log)
-    json_object_set_new (o, "log", log_json (vol));
-  text = json_dumps (o, JSON_INDENT (2) | JSON_SORT_KEYS);
-  json_decref (o);
-  return text;
 }

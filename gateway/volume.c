@@ -17,82 +17,22 @@
  * A new slot comes from the free pool (invariant 1); when it is empty
  * reads bypass the cache and writes wait for the flusher to evict.
  * Trim and zero invalidate whole blocks and pass down ("passdown");
- * they are recorded (vol_passdown_since) so that a concurrent fill or
+ * they are recorded (passdown_since) so that a concurrent fill or
  * write-back of an affected block does not mark it clean.
  *
- * Durability (invariant 4): FLUSH = cache_commit (sync slot data,
- * write metadata pages, sync) + a backend flush when anything went to
- * the backend directly (always in pt and wt); in hhc also a log
- * barrier, which replaces the commit with ssd-sync=checkpoint
- * (hhc_flush).
+ * Reads and prefetch are in read.c, the claim helpers both use in
+ * request.h; durability (invariant 4), FLUSH and FUA in flush.c.
  */
 #include <config.h>
 
 #include <stdio.h>
 
 #include "common.h"
-#include "volume_int.h"
-
-const char *
-hhc_mode_to_string (enum hhc_mode mode)
-{
-  static const char *const names[] = { "pt", "wt", "wb", "wbflush", "hhc" };
-  return mode <= HHC_MODE_HHC ? names[mode] : "?";
-}
-
-int
-hhc_mode_from_string (const char *s, enum hhc_mode *mode)
-{
-  for (int m = HHC_MODE_PT; m <= HHC_MODE_HHC; m++)
-    if (strcmp (s, hhc_mode_to_string (m)) == 0)
-      {
-        *mode = m;
-        return 0;
-      }
-  return EINVAL;
-}
-
-const char *
-hhc_format_to_string (enum hhc_format f)
-{
-  static const char *const names[] = { "auto", "force", "never" };
-  return f <= HHC_FORMAT_NEVER ? names[f] : "?";
-}
-
-int
-hhc_format_from_string (const char *s, enum hhc_format *f)
-{
-  for (int i = HHC_FORMAT_AUTO; i <= HHC_FORMAT_NEVER; i++)
-    if (strcmp (s, hhc_format_to_string (i)) == 0)
-      {
-        *f = i;
-        return 0;
-      }
-  return EINVAL;
-}
-
-void
-hhc_conf_init (struct hhc_conf *conf)
-{
-  memset (conf, 0, sizeof *conf);
-  conf->mode = HHC_MODE_WB;
-  conf->block_size = 0; /* 4096, or what the cache was formatted with */
-  conf->dirty_low = 20;
-  conf->dirty_high = 60;
-  conf->dirty_max = 95;
-  conf->hot_ratio = 2;
-  conf->format = HHC_FORMAT_AUTO;
-  conf->writeback_threads = 4;
-  conf->idle_ms = 1000;
-}
-
-void
-vol_wake_waiters (struct hhc_volume *vol)
-{
-  hhc_lock (&vol->wait_lock);
-  pthread_cond_broadcast (&vol->wait_cond);
-  hhc_unlock (&vol->wait_lock);
-}
+#include "flusher.h"
+#include "passdown.h"
+#include "reclaim.h"
+#include "request.h"
+#include "vol.h"
 
 /* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
  * ended); callers re-check their condition.
@@ -120,20 +60,8 @@ wait_for_flusher (struct hhc_volume *vol)
 static void
 wait_passdowns (struct hhc_volume *vol, uint64_t lba)
 {
-  while (vol_passdown_running (vol, lba))
+  while (passdown_running (vol, lba))
     wait_a_little (vol);
-}
-
-static uint64_t
-load64 (const uint64_t *p)
-{
-  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
-}
-
-static int
-cache_failed (struct hhc_volume *vol)
-{
-  return cache_is_failed (&vol->cache);
 }
 
 /* ---- backend helpers ---- */
@@ -158,143 +86,7 @@ be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
   return r;
 }
 
-uint64_t
-vol_passdown_seq (struct hhc_volume *vol)
-{
-  return load64 (&vol->pd_seq);
-}
-
-/* Record a passdown of blocks [first, last); returns its index in
- * pd_run (PD_RUNNING if it did not fit: then every check says yes
- * until it ends).
- */
-static unsigned
-passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
-{
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  uint64_t id = ++vol->pd_next;
-  unsigned i;
-
-  for (i = 0; i < PD_RUNNING; i++)
-    if (vol->pd_run[i].seq == 0)
-      {
-        vol->pd_run[i] = (struct vol_passdown){ first, last, id };
-        break;
-      }
-  if (i == PD_RUNNING)
-    vol->pd_overflow++;
-  __atomic_fetch_add (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
-  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
-  return i;
-}
-
-static void
-passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last)
-{
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  uint64_t id = ++vol->pd_next;
-
-  __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
-  if (i < PD_RUNNING)
-    vol->pd_run[i].seq = 0;
-  else
-    vol->pd_overflow--;
-  /* Remember the end per region (every region once is enough for a
-   * huge range: each hash bucket gets id).
-   */
-  uint64_t r0 = first >> PD_REGION_SHIFT;
-  uint64_t r1 = (last - 1) >> PD_REGION_SHIFT;
-  if (r1 - r0 >= PD_HASH)
-    for (unsigned h = 0; h < PD_HASH; h++)
-      vol->pd_done[h] = id;
-  else
-    for (uint64_t rg = r0; rg <= r1; rg++)
-      vol->pd_done[hhc_hash64 (rg) % PD_HASH] = id;
-  __atomic_store_n (&vol->pd_seq, id, __ATOMIC_RELEASE);
-  __atomic_fetch_sub (&vol->pd_active, 1, __ATOMIC_ACQ_REL);
-  vol_wake_waiters (vol); /* writers waiting in wait_passdowns */
-}
-
-/* pd_lock held. */
-static bool
-running_on (struct hhc_volume *vol, uint64_t lba)
-{
-  if (vol->pd_overflow)
-    return true;
-  for (unsigned i = 0; i < PD_RUNNING; i++)
-    if (vol->pd_run[i].seq && vol->pd_run[i].first <= lba
-        && lba < vol->pd_run[i].last)
-      return true;
-  return false;
-}
-
-void
-vol_backend_flushed (struct hhc_volume *vol, uint64_t seq)
-{
-  uint64_t f = load64 (&vol->pd_flushed);
-
-  while (f < seq
-         && !__atomic_compare_exchange_n (&vol->pd_flushed, &f, seq, false,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    ;
-}
-
-/* Did a passdown on lba's region end after the last backend flush?
- * Then the backend may still lose it: a fill must not cache the block
- * (its clean entry would not be the backend's durable data).
- */
-static bool
-passdown_unflushed (struct hhc_volume *vol, uint64_t lba)
-{
-  uint64_t f = load64 (&vol->pd_flushed);
-
-  if (load64 (&vol->pd_seq) <= f)
-    return false; /* fast path: nothing since the last flush */
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > f;
-}
-
-bool
-vol_passdown_running (struct hhc_volume *vol, uint64_t lba)
-{
-  if (load64 (&vol->pd_active) == 0)
-    return false;
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return running_on (vol, lba);
-}
-
-bool
-vol_passdown_since (struct hhc_volume *vol, uint64_t seq, uint64_t lba)
-{
-  if (load64 (&vol->pd_active) == 0 && load64 (&vol->pd_seq) == seq)
-    return false; /* fast path: nothing happened */
-
-  HHC_SCOPED_LOCK (&vol->pd_lock);
-  return running_on (vol, lba)
-         || vol->pd_done[hhc_hash64 (lba >> PD_REGION_SHIFT) % PD_HASH] > seq;
-}
-
 /* ---- stripe lock held below this line ---- */
-
-/* The slot of lba once none of mask's flags are set on it, or NIL. */
-static uint32_t
-wait_idle (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
-           uint32_t mask)
-{
-  for (;;)
-    {
-      uint32_t s = index_lookup (&vol->idx, lba);
-      if (s == HHC_NIL || (active_get (st, s) & mask) == 0)
-        return s;
-      stripe_wait (st);
-    }
-}
-
-static void
-clear_flags (struct hhc_stripe *st, uint32_t s, uint32_t flags)
-{
-  active_set (st, s, active_get (st, s) & ~flags);
-}
 
 /* Drop a mapped, idle slot from the cache. */
 static void
@@ -312,180 +104,7 @@ invalidate_locked (struct hhc_volume *vol, uint32_t s)
   cache_release_slot (&vol->cache, s);
 }
 
-/* Set a filled slot's state and put it on its list. */
-static void
-publish_locked (struct hhc_volume *vol, uint32_t s, enum slot_state state)
-{
-  cache_set_state (&vol->cache, s, state);
-  if (state == SLOT_DIRTY)
-    {
-      __atomic_fetch_add (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
-      lru_insert_dirty (&vol->lru, s);
-    }
-  else
-    lru_insert_clean (&vol->lru, s);
-}
-
-/* Give back a slot that was claimed but never published. */
-static void
-unfill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s)
-{
-  index_remove (&vol->idx, s);
-  active_set (st, s, 0);
-  cache_unalloc_slot (&vol->cache, s);
-}
-
 /* ---- no lock held below this line ---- */
-
-/* Misses are read from the backend in runs of up to 1 MiB. */
-#define FILL_RUN_MAX 256
-static uint32_t
-fill_run_max (struct hhc_volume *vol)
-{
-  return HHC_MAX (HHC_MIN ((uint32_t)FILL_RUN_MAX, (1u << 20) / vol->bs), 1u);
-}
-
-/* Claim block lba for a fill: a new slot mapped to it, BUSY.  The
- * stripe lock is held; HHC_NIL when the block is cached after all, a
- * passdown covers it, or no free slot is left.
- */
-static uint32_t
-claim_fill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
-                   uint64_t seq)
-{
-  uint32_t t;
-
-  if (index_lookup (&vol->idx, lba) != HHC_NIL
-      || vol_passdown_since (vol, seq, lba) || passdown_unflushed (vol, lba))
-    return HHC_NIL;
-  t = cache_alloc_slot (&vol->cache);
-  if (t != HHC_NIL)
-    {
-      index_insert (&vol->idx, t, lba);
-      active_set (st, t, ACT_BUSY);
-    }
-  return t;
-}
-
-/* Miss: read a run of uncached blocks from the backend in one request
- * into new slots.  Called with the stripe lock of lba held (lba not
- * cached); returns with it released.  Up to nmax blocks are claimed,
- * stopping at the first block that is cached or cannot get a slot.
- * out (may be NULL) receives want bytes starting at byte off of block
- * lba; *nread: blocks read (at least 1).
- */
-static int
-fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
-          uint64_t lba, uint32_t nmax, char *out, uint32_t off, uint32_t want,
-          uint32_t *nread)
-{
-  uint64_t seq = vol_passdown_seq (vol);
-  uint32_t slots[FILL_RUN_MAX];
-  uint32_t k = 1;
-  uint64_t bytes;
-  HHC_CLEANUP_FREE char *buf = NULL;
-  int r;
-
-  slots[0] = claim_fill_locked (vol, st, lba, seq);
-  hhc_unlock (&st->lock);
-  if (slots[0] != HHC_NIL)
-    while (k < nmax && lba + k < vol->nblocks)
-      {
-        struct hhc_stripe *s2 = index_stripe (&vol->idx, lba + k);
-        hhc_lock (&s2->lock);
-        slots[k] = claim_fill_locked (vol, s2, lba + k, seq);
-        hhc_unlock (&s2->lock);
-        if (slots[k] == HHC_NIL)
-          break;
-        k++;
-      }
-  if (slots[0] == HHC_NIL && vol_needs_reclaim (vol))
-    flusher_kick (&vol->flusher);
-
-  /* One backend read for the run; the volume's last block may be
-   * partial: the rest of it reads as zeros.
-   */
-  bytes = HHC_MIN ((uint64_t)k * vol->bs, vol->info.size - lba * vol->bs);
-  buf = hhc_alloc_aligned ((size_t)k * vol->bs);
-  r = buf ? vol->ops->pread (bctx, buf, bytes, lba * vol->bs) : ENOMEM;
-  if (r)
-    stat_add (&vol->stats.backend_errors, 1);
-
-  for (uint32_t i = 0; i < k; i++)
-    {
-      struct hhc_stripe *s2 = index_stripe (&vol->idx, lba + i);
-      uint32_t t = slots[i];
-      int w = 0;
-      if (t == HHC_NIL)
-        continue; /* bypass: the block is not cached */
-      if (r == 0)
-        w = cache_write_slot (&vol->cache, t, buf + (size_t)i * vol->bs, 0,
-                              vol->bs);
-      hhc_lock (&s2->lock);
-      if (r == 0 && w == 0 && !vol_passdown_since (vol, seq, lba + i))
-        {
-          publish_locked (vol, t, SLOT_CLEAN);
-          active_set (s2, t, 0);
-        }
-      else
-        unfill_locked (vol, s2, t);
-      hhc_unlock (&s2->lock);
-    }
-  if (r == 0 && out)
-    memcpy (out, buf + off,
-            HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off));
-  *nread = k;
-  return r;
-}
-
-/* Read from block lba: a hit, or a miss that may fill a run of up to
- * nmax blocks.  buf gets up to want bytes from byte off of the block;
- * returns the bytes delivered in *done.
- */
-static int
-read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
-            uint32_t off, uint32_t want, uint32_t nmax, uint32_t *done)
-{
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  uint32_t len = HHC_MIN (want, vol->bs - off);
-  uint32_t s, k;
-  int r;
-
-  hhc_lock (&st->lock);
-  s = wait_idle (vol, st, lba, ACT_BUSY);
-  if (s == HHC_NIL)
-    {
-      if (vol->conf.mode != HHC_MODE_PT)
-        {
-          r = fill_run (vol, bctx, st, lba, nmax, buf, off, want, &k);
-          *done = HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off);
-          stat_add (&vol->stats.read_misses, k);
-          return r;
-        }
-      hhc_unlock (&st->lock);
-      stat_add (&vol->stats.read_misses, 1);
-      r = vol->ops->pread (bctx, buf, len, lba * vol->bs + off);
-      if (r)
-        stat_add (&vol->stats.backend_errors, 1);
-      *done = len;
-      return r;
-    }
-  active_set (st, s, active_get (st, s) | ACT_BUSY);
-  hhc_unlock (&st->lock);
-
-  stat_add (&vol->stats.read_hits, 1);
-  lru_touch (&vol->lru, s);
-  r = cache_read_slot (&vol->cache, s, buf, off, len);
-  if (r)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR, "%s: reading slot %u: %s",
-             vol->dev->name, s, strerror (r));
-
-  hhc_lock (&st->lock);
-  clear_flags (st, s, ACT_BUSY);
-  hhc_unlock (&st->lock);
-  *done = len;
-  return r;
-}
 
 /* A wb write to a clean block: copy-on-write into a new slot.  The
  * persisted clean entry keeps describing the old slot, whose data is
@@ -595,7 +214,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
             uint32_t len, bool fua, bool *retry)
 {
   bool wt = vol->conf.mode == HHC_MODE_WT;
-  uint64_t seq = vol_passdown_seq (vol);
+  uint64_t seq = passdown_seq (vol);
   HHC_CLEANUP_FREE char *blk = NULL;
   const char *data = buf;
   int r = 0;
@@ -615,8 +234,7 @@ write_miss (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (r == 0
-      && ((len == vol->bs && !wt) || !vol_passdown_since (vol, seq, lba)))
+  if (r == 0 && ((len == vol->bs && !wt) || !passdown_since (vol, seq, lba)))
     {
       if (vol->log)
         log_append (vol->log, t, lba, data);
@@ -734,48 +352,6 @@ throttle (struct hhc_volume *vol)
     }
 }
 
-static void
-note_io (struct hhc_volume *vol)
-{
-  __atomic_store_n (&vol->last_io_ns, hhc_now_ns (), __ATOMIC_RELAXED);
-}
-
-/* Check a request lies inside the volume. */
-static int
-check_range (struct hhc_volume *vol, uint32_t count, uint64_t offset)
-{
-  if (offset > vol->info.size || count > vol->info.size - offset)
-    return EINVAL;
-  return 0;
-}
-
-int
-hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
-          uint64_t offset)
-{
-  char *p = buf;
-  int r = check_range (vol, count, offset);
-
-  if (r == 0 && cache_failed (vol))
-    r = EIO; /* cached data can no longer be trusted */
-
-  note_io (vol);
-  stat_add (&vol->stats.bytes_read, count);
-  while (r == 0 && count > 0)
-    {
-      uint64_t lba = offset / vol->bs;
-      uint32_t off = offset % vol->bs;
-      uint64_t blocks = ((uint64_t)off + count + vol->bs - 1) / vol->bs;
-      uint32_t nmax = HHC_MIN (blocks, (uint64_t)fill_run_max (vol));
-      uint32_t n;
-      r = read_block (vol, bctx, lba, p, off, count, nmax, &n);
-      p += n;
-      offset += n;
-      count -= n;
-    }
-  return r;
-}
-
 /* Pass-through write: invalidate, then straight to the backend. */
 static int
 write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
@@ -826,135 +402,6 @@ hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
     }
   if (r == 0 && fua)
     r = hhc_flush (vol, bctx);
-  return r;
-}
-
-bool
-hhc_backend_unflushed (struct hhc_volume *vol)
-{
-  return !vol->info.multi_conn
-         || load64 (&vol->be_flushed) < load64 (&vol->be_written);
-}
-
-/* Flush the backend if anything went to it directly since the last
- * completed backend flush (always in pt and wt).
- */
-static int
-flush_backend (struct hhc_volume *vol, void *bctx)
-{
-  uint64_t w = load64 (&vol->be_written);
-  uint64_t f = load64 (&vol->be_flushed);
-  uint64_t seq = vol_passdown_seq (vol); /* after w: covers all it counts */
-  int r;
-
-  /* Without multi-conn a flush covers only its own connection's
-   * writes: never skip it then.
-   */
-  if (hhc_mode_is_wb (vol->conf.mode) && f >= w && vol->info.multi_conn)
-    return 0;
-  r = bflush_run (vol, bctx);
-  if (r)
-    {
-      stat_add (&vol->stats.backend_errors, 1);
-      return r;
-    }
-  if (vol->info.multi_conn) /* else it covered only this connection */
-    vol_backend_flushed (vol, seq);
-  bflush_done (vol, w);
-  /* A flush that began before this one ended may yet fail, having
-   * dropped what this one found nothing left of (bflush.c).
-   */
-  return bflush_settle (vol);
-}
-
-/* ssd-sync=checkpoint and no log mirror left: from now on FLUSHes make
- * their data durable without the log (hhc_flush's fallback), so the log
- * must never be redone over it after a crash (a FLUSH covered by the
- * log's last barrier may have been rewritten since).  Before the first
- * such FLUSH returns: commit (what the log held is then on the SSD) and
- * leave the state page that asks for the redo.
- */
-static int
-leave_wal (struct hhc_volume *vol)
-{
-  int r = 0;
-
-  if (!vol->conf.wal)
-    return 0;
-  hhc_lock (&vol->wal_lock);
-  if (!vol->wal_left)
-    {
-      r = cache_commit (&vol->cache);
-      if (r == 0)
-        r = cache_write_state (&vol->cache, CACHE_IN_USE_WB);
-      if (r == 0)
-        {
-          vol->wal_left = true;
-          hhc_log (vol->conf.log, HHC_LOG_WARNING,
-                   "%s: no log mirror left: FLUSHes commit the cache and "
-                   "write back every dirty block from now on",
-                   vol->dev->name);
-        }
-    }
-  hhc_unlock (&vol->wal_lock);
-  return r;
-}
-
-/* FLUSH: the backend (trims, zeros, pt/wt writes made durable), then
- * the cache (slot data and metadata).  A trim or zero has committed its
- * frees before it reached the backend (commit_invalidations), so the
- * order only decides which of the two a failed FLUSH leaves undone.
- *
- * hhc with ssd-sync=checkpoint: the log is a write-ahead log (DESIGN.md
- * 5): every dirty block in a synced barrier segment is all a FLUSH
- * needs.  The SSD is committed at checkpoints instead (before the log's
- * persisted head moves past segments it may still need, see log.c
- * persist_head), and a restart after a crash redoes the log into the
- * cache (open.c start_log).
- */
-int
-hhc_flush (struct hhc_volume *vol, void *bctx)
-{
-  uint64_t t0 = hhc_now_ns ();
-  struct log_ticket ticket = { 0 };
-  bool wbflush = vol->conf.mode == HHC_MODE_WBFLUSH, fallback = false;
-  int r;
-
-  if (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
-    return EIO; /* sticky: bflush.c */
-  r = flush_backend (vol, bctx);
-  int rl = r == 0 && vol->log ? log_barrier_begin (vol->log, &ticket) : 0;
-
-  if (r == 0 && !(vol->log && vol->conf.wal))
-    r = cache_commit (&vol->cache); /* the log writes meanwhile */
-  if (vol->log && rl == 0 && ticket.seq)
-    rl = log_barrier_wait (vol->log, &ticket);
-  if (r == 0 && vol->log)
-    {
-      r = rl;
-      if (r && !log_healthy (vol->log))
-        {
-          /* No log mirror left: durable the slow way (DESIGN.md 5). */
-          stat_add (&vol->stats.log_fallbacks, 1);
-          r = leave_wal (vol);
-          if (r == 0)
-            r = cache_commit (&vol->cache);
-          fallback = wbflush = true;
-        }
-    }
-  if (r == 0 && wbflush)
-    r = vol_writeback_all (vol, bctx);
-  /* Every block the failed mirrors hold is on the backend now, some
-   * older than what this FLUSH makes durable: void them before it
-   * returns (not before: until now they were the only copy of what
-   * earlier FLUSHes covered that survives the loss of the SSD).
-   */
-  if (r == 0 && fallback)
-    log_void_stale (vol->log);
-  if (r == 0 && __atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
-    r = EIO; /* the flusher's backend flush failed meanwhile */
-  stat_add (&vol->stats.flushes, 1);
-  hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
   return r;
 }
 
@@ -1102,94 +549,4 @@ hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count, uint64_t offset,
           bool fua)
 {
   return passdown (vol, bctx, true, count, offset, fua);
-}
-
-int
-hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
-              uint64_t offset)
-{
-  int r = check_range (vol, count, offset);
-  uint64_t end = (offset + count + vol->bs - 1) / vol->bs;
-
-  if (r || vol->conf.mode == HHC_MODE_PT || cache_failed (vol))
-    return r;
-  for (uint64_t b = offset / vol->bs; r == 0 && b < end;)
-    {
-      struct hhc_stripe *st = index_stripe (&vol->idx, b);
-      uint32_t k = 1;
-      hhc_lock (&st->lock);
-      if (index_lookup (&vol->idx, b) != HHC_NIL)
-        hhc_unlock (&st->lock);
-      else
-        r = fill_run (vol, bctx, st, b,
-                      HHC_MIN (end - b, (uint64_t)fill_run_max (vol)), NULL, 0,
-                      0, &k);
-      b += k;
-    }
-  return r;
-}
-
-/* ---- eviction ---- */
-
-bool
-vol_needs_reclaim (struct hhc_volume *vol)
-{
-  return cache_nfree (&vol->cache) < vol->free_low;
-}
-
-/* Try to evict slot s (LRU lock held; stripe taken with trylock since
- * the usual order is stripe -> LRU).
- */
-static bool
-try_evict (struct hhc_volume *vol, uint32_t s)
-{
-  uint64_t lba = slot_lba (&vol->idx.slots[s]);
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  bool done = false;
-
-  if (pthread_mutex_trylock (&st->lock) != 0)
-    return false;
-  if (index_lookup (&vol->idx, lba) == s
-      && slot_state (&vol->idx.slots[s]) == SLOT_CLEAN
-      && active_get (st, s) == 0)
-    {
-      index_remove (&vol->idx, s);
-      lru_unlink_locked (&vol->lru, s);
-      cache_set_state (&vol->cache, s, SLOT_FREE);
-      cache_release_slot (&vol->cache, s);
-      done = true;
-    }
-  hhc_unlock (&st->lock);
-  return done;
-}
-
-uint32_t
-vol_evict (struct hhc_volume *vol, uint32_t n)
-{
-  HHC_SCOPED_LOCK (&vol->lru.lock);
-  uint32_t done = 0, looked = 0;
-  uint32_t s = lru_colder_prev (&vol->lru, HHC_NIL);
-
-  while (s != HHC_NIL && done < n && looked < 4 * n)
-    {
-      uint32_t next = lru_colder_prev (&vol->lru, s);
-      looked++;
-      if (try_evict (vol, s))
-        done++;
-      s = next;
-    }
-  stat_add (&vol->stats.evictions, done);
-  return done;
-}
-
-int
-vol_reclaim (struct hhc_volume *vol)
-{
-  uint32_t n = vol_evict (vol, vol->evict_batch);
-  int r = 0;
-
-  if (n > 0 || cache_npending (&vol->cache) > 0)
-    r = cache_commit (&vol->cache);
-  vol_wake_waiters (vol);
-  return r;
 }

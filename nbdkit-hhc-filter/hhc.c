@@ -32,6 +32,7 @@ static struct hhc_conf conf;
 static char *cache_path, *stats_path, *backend_id;
 static bool mode_set; /* mode= given */
 
+static struct hhc_preopened *preopened; /* hhc_preopen's, until hhc_open */
 static struct hhc_volume *vol;
 static nbdkit_next *bg_next; /* background context (flusher) */
 
@@ -427,7 +428,7 @@ hhc_get_ready (int thread_model)
       next_backend_serialize = true;
       conf.writeback_threads = 1;
     }
-  return hhc_preopen (&conf) == 0 ? 0 : -1;
+  return hhc_preopen (&conf, &preopened) == 0 ? 0 : -1;
 }
 
 static int
@@ -444,8 +445,8 @@ hhc_after_fork (nbdkit_backend *backend)
     }
   if (next_backend_probe (bg_next, &info) == -1)
     return -1;
-  r = hhc_open (&conf, &next_backend_ops, &info, &vol);
-  conf.test_dev = NULL; /* the volume owns it now (or closed it) */
+  r = hhc_open (&conf, preopened, &next_backend_ops, &info, &vol);
+  preopened = NULL; /* the volume owns it now (or closed it) */
   if (r)
     return -1; /* the core said why */
   r = hhc_start (vol, bg_next);

@@ -27,6 +27,7 @@
 #include "common.h"
 #include "fuzz.h"
 #include "hhc.h"
+#include "preopen.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -85,6 +86,7 @@ open_volume (struct hhc_dev *dev, enum hhc_mode mode, const char *identity,
              struct stub *be, struct hhc_volume **vol)
 {
   struct hhc_conf conf;
+  struct hhc_preopened pre = { .cache = dev };
   struct hhc_backend_info info = {
     .size = be->size,
     .identity = "",
@@ -92,8 +94,6 @@ open_volume (struct hhc_dev *dev, enum hhc_mode mode, const char *identity,
   };
 
   hhc_conf_init (&conf);
-  conf.test_dev = dev;
-  conf.own_dev = false;
   conf.mode = mode;
   conf.format = HHC_FORMAT_NEVER;
   conf.backend_id = identity;
@@ -107,7 +107,7 @@ open_volume (struct hhc_dev *dev, enum hhc_mode mode, const char *identity,
    * of an input, and the stub backend has no latency to overlap.
    */
   conf.writeback_threads = 1;
-  return hhc_open (&conf, &stub_ops, &info, vol);
+  return hhc_open (&conf, &pre, &stub_ops, &info, vol);
 }
 
 static void

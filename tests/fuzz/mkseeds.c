@@ -23,6 +23,7 @@
 #include "fuzz.h"
 #include "hhc.h"
 #include "log.h"
+#include "preopen.h"
 
 #define VOL_SIZE (4 * 1024 * 1024)
 
@@ -116,13 +117,13 @@ cache_open (struct hhc_dev *dev, uint32_t bs)
     .multi_conn = true,
   };
   struct hhc_conf conf;
+  struct hhc_preopened pre = { .cache = dev };
   struct hhc_volume *vol;
 
   hhc_conf_init (&conf);
-  conf.test_dev = dev;
   conf.block_size = bs;
   conf.log = quiet;
-  if (hhc_open (&conf, &be_ops, &info, &vol) != 0)
+  if (hhc_open (&conf, &pre, &be_ops, &info, &vol) != 0)
     die ("hhc_open");
   return vol;
 }

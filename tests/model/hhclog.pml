@@ -286,8 +286,8 @@ bool flfail;          /* a backend flush failed since the flusher's write */
 #endif
 
 #ifdef WAL
-/* The write-ahead log (C: log.c checkpoint_locked, persist_head; open.c
- * start_log, redo_write).
+/* The write-ahead log (C: log.c checkpoint_locked, persist_head;
+ * logstart.c logstart_run, redo_write).
  */
 byte ckst;            /* checkpoint: 0 none, 1 begun (commit next), 2 persist next */
 byte ckp;             /* the in-memory head (seq) when it began */
@@ -731,7 +731,8 @@ inline check(x, val, c) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Client operations (C: hhc_write, hhc_trim, hhc_flush in volume.c).  */
+/* Client operations (C: hhc_write, hhc_trim, hhc_flush in volume.c,  */
+/* flush.c).                                                          */
 
 /* Write (C: write_block -> write_hit/write_miss, then log_append).  It
  * waits while a trim runs on the block (write_miss retries).
@@ -808,7 +809,7 @@ inline wbflush() {
   }
   t_ = 0;
 #ifdef BFAIL
-  /* C: vol_writeback_all: a batch whose backend flush fails leaves its
+  /* C: flusher_writeback_all: a batch whose backend flush fails leaves its
    * blocks dirty, and the next batch writes them again.
    */
   if
@@ -1579,7 +1580,7 @@ inline redo_apply() {
   t_ = 0
 }
 
-/* The redo's end (C: start_log): cache_commit, flush the backend if
+/* The redo's end (C: logstart_run): cache_commit, flush the backend if
  * the redo wrote to it.  Then block i reads w: checked, and what a
  * client reads from now on counts as completed.
  */

@@ -28,6 +28,7 @@
 #include "cache.h"
 #include "crc32c.h"
 #include "common.h"
+#include "devcrash.h"
 #include "membackend.h"
 
 /* ------------------------------------------------------------------ */

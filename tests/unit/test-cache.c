@@ -18,8 +18,12 @@
 
 #include "common.h"
 #include "crc32c.h"
+#include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
-#include "volume_int.h"
+#include "preopen.h"
+#include "reclaim.h"
+#include "vol.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
@@ -33,6 +37,7 @@ struct env {
   struct metacheck *mc; /* NULL unless asked for */
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
 };
 
@@ -66,7 +71,7 @@ env_init (struct env *e, uint32_t nslots, uint64_t backend_size, bool pattern)
   assert_non_null (e->hdev);
   e->info = membackend_info (e->mb, 0, "membackend:test");
   hhc_conf_init (&e->conf);
-  e->conf.test_dev = e->hdev;
+  e->pre.cache = e->hdev;
   e->conf.log = test_log;
   e->conf.mode = HHC_MODE_WB;
 }
@@ -75,7 +80,7 @@ static int
 env_open (struct env *e)
 {
   e->vol = NULL;
-  return hhc_open (&e->conf, &membackend_ops, &e->info, &e->vol);
+  return hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol);
 }
 
 static void
@@ -576,6 +581,7 @@ test_too_small (void **state)
   struct membackend *mb = membackend_new (1 << 20);
   struct hhc_backend_info info = membackend_info (mb, 0, "x");
   struct hhc_conf conf;
+  struct hhc_preopened pre = { 0 };
   struct hhc_volume *vol = NULL;
   static const uint64_t sizes[] = { 4096, 8192, 64 * 1024 };
 
@@ -583,9 +589,10 @@ test_too_small (void **state)
     {
       assert_int_equal (crashdev_create (sizes[i], &d), 0);
       hhc_conf_init (&conf);
-      conf.test_dev = d;
+      pre.cache = d;
       conf.log = test_log;
-      assert_int_equal (hhc_open (&conf, &membackend_ops, &info, &vol), ENOSPC);
+      assert_int_equal (hhc_open (&conf, &pre, &membackend_ops, &info, &vol),
+                        ENOSPC);
       assert_null (vol);
       assert_int_equal (crashdev_pending (d), 0);
       crashdev_destroy (d);
@@ -594,9 +601,9 @@ test_too_small (void **state)
   assert_int_equal (
       crashdev_create (test_cache_dev_size (CACHE_MIN_SLOTS, BS), &d), 0);
   hhc_conf_init (&conf);
-  conf.test_dev = d;
+  pre.cache = d;
   conf.log = test_log;
-  assert_int_equal (hhc_open (&conf, &membackend_ops, &info, &vol), 0);
+  assert_int_equal (hhc_open (&conf, &pre, &membackend_ops, &info, &vol), 0);
   assert_int_equal (vol->cache.nslots, CACHE_MIN_SLOTS);
   assert_int_equal (hhc_close (vol), 0);
   crashdev_destroy (d);
@@ -1326,7 +1333,7 @@ test_ram_per_block (void **state)
   conf.cache_path = path;
   conf.cache_size = UINT64_C (1) << 30; /* sparse file */
   conf.log = test_log;
-  assert_int_equal (hhc_open (&conf, &membackend_ops, &info, &vol), 0);
+  assert_int_equal (hhc_open (&conf, NULL, &membackend_ops, &info, &vol), 0);
   per = hhc_ram_per_block (vol);
   printf ("RAM per cached block: %.2f bytes (%u slots of %u bytes)\n", per,
           vol->cache.nslots, vol->bs);

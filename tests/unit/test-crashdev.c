@@ -28,8 +28,12 @@
 
 #include <cmocka.h>
 
+#include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
-#include "volume_int.h"
+#include "preopen.h"
+#include "reclaim.h"
+#include "vol.h"
 
 /* ---- the device itself ---- */
 
@@ -323,6 +327,7 @@ struct run {
   struct metacheck *mc;
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
   struct model m;
   uint64_t op; /* version counter */
@@ -541,7 +546,7 @@ verify_after_restart (struct run *r)
 static void
 open_vol (struct run *r)
 {
-  int e = hhc_open (&r->conf, &membackend_ops, &r->info, &r->vol);
+  int e = hhc_open (&r->conf, &r->pre, &membackend_ops, &r->info, &r->vol);
   if (e)
     fail_msg ("seed %llu: hhc_open after the power cut: %d",
               (unsigned long long)r->seed, e);
@@ -588,11 +593,12 @@ one_run (uint64_t seed, struct totals *t)
   assert_non_null (r.mc);
   r.info = membackend_info (r.mb, 16384, "membackend:crash");
   hhc_conf_init (&r.conf);
-  r.conf.test_dev = r.hdev;
+  r.pre.cache = r.hdev;
   r.conf.log = test_log;
   r.conf.mode = HHC_MODE_WB;
   r.conf.writeback_threads = 2;
-  assert_int_equal (hhc_open (&r.conf, &membackend_ops, &r.info, &r.vol), 0);
+  assert_int_equal (
+      hhc_open (&r.conf, &r.pre, &membackend_ops, &r.info, &r.vol), 0);
 
   /* Some runs start from a cache that was closed and reopened. */
   if (seed % 3 == 0)
@@ -601,8 +607,8 @@ one_run (uint64_t seed, struct totals *t)
       assert_false (crashed (&r));
       assert_int_equal (hhc_close (r.vol), 0);
       model_flush_all (&r.m); /* close commits everything */
-      assert_int_equal (hhc_open (&r.conf, &membackend_ops, &r.info, &r.vol),
-                        0);
+      assert_int_equal (
+          hhc_open (&r.conf, &r.pre, &membackend_ops, &r.info, &r.vol), 0);
     }
   /* Half the runs cut the power at any device write or sync, half
    * just before a sync (in the middle of a commit).

@@ -20,8 +20,12 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
-#include "volume_int.h"
+#include "preopen.h"
+#include "reclaim.h"
+#include "vol.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
@@ -32,6 +36,7 @@ struct env {
   struct hhc_dev *cdev, *hdev;
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
 };
 
@@ -47,14 +52,15 @@ env_init (struct env *e, uint32_t nslots, uint64_t backend_size,
   e->hdev = hookdev_new (e->cdev);
   e->info = membackend_info (e->mb, preferred, "membackend:flusher");
   hhc_conf_init (&e->conf);
-  e->conf.test_dev = e->hdev;
+  e->pre.cache = e->hdev;
   e->conf.log = test_log;
 }
 
 static void
 env_open (struct env *e)
 {
-  assert_int_equal (hhc_open (&e->conf, &membackend_ops, &e->info, &e->vol), 0);
+  assert_int_equal (
+      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
 }
 
 static void
@@ -315,12 +321,12 @@ test_watermarks (void **state)
   e.vol = NULL;
   /* Inconsistent watermarks are refused. */
   e.conf.dirty_low = 70;
-  assert_int_equal (hhc_open (&e.conf, &membackend_ops, &e.info, &e.vol),
-                    EINVAL);
+  assert_int_equal (
+      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), EINVAL);
   e.conf.dirty_low = 20;
   e.conf.dirty_max = 101;
-  assert_int_equal (hhc_open (&e.conf, &membackend_ops, &e.info, &e.vol),
-                    EINVAL);
+  assert_int_equal (
+      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), EINVAL);
   e.vol = NULL;
   env_free (&e);
 }

@@ -81,8 +81,12 @@
 
 #include "common.h"
 #include "crc32c.h"
+#include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
-#include "volume_int.h"
+#include "preopen.h"
+#include "reclaim.h"
+#include "vol.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
@@ -680,6 +684,7 @@ struct run {
   struct tdev ssd, logs[2];
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
   struct model m;
   uint64_t op; /* version counter */
@@ -721,8 +726,7 @@ run_set_devs (struct run *r)
   for (unsigned i = 0; i < r->nlogs; i++)
     cd[1 + i] = r->logs[i].cd;
   power_set_devs (&r->pw, cd, 1 + r->nlogs);
-  r->conf.test_dev = r->ssd.pd;
-  r->conf.own_dev = false;
+  r->pre.cache = r->ssd.pd;
 }
 
 static void
@@ -737,7 +741,7 @@ new_ssd (struct run *r, uint32_t nslots)
 static void
 run_open (struct run *r)
 {
-  int e = hhc_open (&r->conf, &pbe_ops, &r->info, &r->vol);
+  int e = hhc_open (&r->conf, &r->pre, &pbe_ops, &r->info, &r->vol);
 
   if (e)
     RFAIL (r, "hhc_open: %s", strerror (e));
@@ -1096,6 +1100,7 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
   r->info = membackend_info (r->mb, test_rand_below (&r->rng, 2) ? 16384 : 0,
                              "membackend:log");
   hhc_conf_init (&r->conf);
+  memset (&r->pre, 0, sizeof r->pre);
   r->conf.mode = HHC_MODE_HHC;
   /* ssd-sync=checkpoint (a FLUSH syncs only the log) in two seeds out of
    * three, from the seed so that the draws below stay as they were.
@@ -1123,9 +1128,8 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
     {
       tdev_new (&r->logs[i], r->log_size, &r->pw, log_names[i]);
       r->conf.log_paths[i] = log_names[i];
-      r->conf.log_devs[i] = r->logs[i].pd;
+      r->pre.logs[i] = r->logs[i].pd;
     }
-  r->conf.own_log_devs = false;
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
   snprintf (r->cfg, sizeof r->cfg,
             "%u log%s of %llu KiB, %u buffers, %u slots, %llu blocks, "
@@ -1367,6 +1371,7 @@ struct env {
   unsigned nlogs;
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
   uint64_t nblocks;
   uint32_t nslots;
@@ -1395,7 +1400,7 @@ env_init (struct env *e, uint64_t nblocks, uint32_t nslots, unsigned nlogs,
   hhc_conf_init (&e->conf);
   e->conf.mode = HHC_MODE_HHC;
   e->conf.log = test_log;
-  e->conf.test_dev = e->ssd.pd;
+  e->pre.cache = e->ssd.pd;
   e->conf.segment_size = SEG;
   e->conf.writeback_threads = 2;
   e->nlogs = nlogs;
@@ -1404,14 +1409,14 @@ env_init (struct env *e, uint64_t nblocks, uint32_t nslots, unsigned nlogs,
     {
       tdev_new (&e->logs[i], log_size, NULL, log_names[i]);
       e->conf.log_paths[i] = log_names[i];
-      e->conf.log_devs[i] = e->logs[i].pd;
+      e->pre.logs[i] = e->logs[i].pd;
     }
 }
 
 static int
 env_try_open (struct env *e)
 {
-  int r = hhc_open (&e->conf, &pbe_ops, &e->info, &e->vol);
+  int r = hhc_open (&e->conf, &e->pre, &pbe_ops, &e->info, &e->vol);
 
   if (r == 0 && (r = hhc_start (e->vol, &e->be)) != 0)
     {
@@ -1440,7 +1445,7 @@ env_new_ssd (struct env *e)
 {
   tdev_free (&e->ssd);
   tdev_new (&e->ssd, test_cache_dev_size (e->nslots, BS), NULL, "ssd");
-  e->conf.test_dev = e->ssd.pd;
+  e->pre.cache = e->ssd.pd;
 }
 
 static void
@@ -1837,19 +1842,19 @@ mirror_fails (unsigned fidx, uint64_t fail_after)
       if (variant == 0)
         {
           e.conf.nlogs = 1;
-          e.conf.log_devs[0] = e.logs[surv].pd;
+          e.pre.logs[0] = e.logs[surv].pd;
         }
       else
         {
           e.conf.nlogs = 2;
-          e.conf.log_devs[0] = e.logs[0].pd;
-          e.conf.log_devs[1] = e.logs[1].pd;
+          e.pre.logs[0] = e.logs[0].pd;
+          e.pre.logs[1] = e.logs[1].pd;
           if (variant == 2)
             {
               tdev_free (&e.logs[fidx]);
               tdev_new (&e.logs[fidx], LOG_REGION_OFF + 1024 * KiB, NULL,
                         log_names[fidx]);
-              e.conf.log_devs[fidx] = e.logs[fidx].pd;
+              e.pre.logs[fidx] = e.logs[fidx].pd;
             }
         }
       env_open (&e);
@@ -1876,7 +1881,7 @@ mirror_fails (unsigned fidx, uint64_t fail_after)
           membackend_fail_all (e.mb, MB_OP_WRITE, false);
           env_new_ssd (&e);
           e.conf.nlogs = 1;
-          e.conf.log_devs[0] = e.logs[fidx].pd;
+          e.pre.logs[0] = e.logs[fidx].pd;
           env_open (&e);
           for (uint64_t l = 0; l < MB_BLOCKS; l++)
             if (!backend_has (&e, l, expect[l]))
@@ -2180,13 +2185,13 @@ test_retire_checks (void **state)
   /* (b): a new log (logs[2], blank) replaces both; logs[0] is stale */
   e.conf.mode = HHC_MODE_HHC;
   tdev_new (&e.logs[2], LOG_REGION_OFF + 512 * KiB, NULL, log_names[2]);
-  e.conf.log_devs[0] = e.logs[2].pd;
+  e.pre.logs[0] = e.logs[2].pd;
   e.conf.nlogs = 1;
   env_open (&e);
   env_close (&e);
   e.conf.mode = HHC_MODE_WB;
-  e.conf.log_devs[0] = e.logs[0].pd;
-  e.conf.log_devs[1] = e.logs[1].pd;
+  e.pre.logs[0] = e.logs[0].pd;
+  e.pre.logs[1] = e.logs[1].pd;
   e.conf.nlogs = 2;
   assert_int_equal (env_try_open (&e), EINVAL);
   /* (c) */
@@ -2194,7 +2199,7 @@ test_retire_checks (void **state)
   e.conf.nlogs = 0;
   assert_int_equal (env_try_open (&e), EINVAL);
   e.conf.nlogs = 1;
-  e.conf.log_devs[0] = e.logs[2].pd;
+  e.pre.logs[0] = e.logs[2].pd;
   env_open (&e);
   env_write (&e, 3, 42, false);
   env_flush (&e);
@@ -2368,7 +2373,7 @@ test_rebase_cut (void **state)
       /* Back to the SSD of the last run (same size). */
       tdev_free (&e.ssd);
       tdev_new (&e.ssd, test_cache_dev_size (e.nslots, BS), NULL, "ssd");
-      e.conf.test_dev = e.ssd.pd;
+      e.pre.cache = e.ssd.pd;
     }
   free (ssd);
   free (log);
@@ -2446,7 +2451,7 @@ test_rebase_tight (void **state)
       env_close (&e);
       tdev_free (&e.ssd);
       tdev_new (&e.ssd, test_cache_dev_size (e.nslots, BS), NULL, "ssd");
-      e.conf.test_dev = e.ssd.pd;
+      e.pre.cache = e.ssd.pd;
     }
   free (ssd);
   free (log);
@@ -2567,16 +2572,16 @@ test_refusals (void **state)
   make_pair (&b, 200);
 
   /* Cache a with b's log (paired with cache b): refused. */
-  a.conf.log_devs[0] = b.logs[0].pd;
+  a.pre.logs[0] = b.logs[0].pd;
   assert_int_equal (env_try_open (&a), EINVAL);
   /* Mirrors of two different logs: refused. */
   a.conf.nlogs = 2;
   a.conf.log_paths[1] = log_names[1];
-  a.conf.log_devs[0] = a.logs[0].pd;
-  a.conf.log_devs[1] = b.logs[0].pd;
+  a.pre.logs[0] = a.logs[0].pd;
+  a.pre.logs[1] = b.logs[0].pd;
   assert_int_equal (env_try_open (&a), EINVAL);
   a.conf.nlogs = 1;
-  a.conf.log_devs[1] = NULL;
+  a.pre.logs[1] = NULL;
   /* Neither refusal changed anything: both pairs still open. */
   env_open (&a);
   assert_true (reads_v (&a, 1, 101));
@@ -2606,10 +2611,10 @@ test_refusals (void **state)
 
   /* A log device too small for segment-size=64K. */
   tdev_new (&small, LOG_REGION_OFF + 128 * KiB, NULL, "small");
-  a.conf.log_devs[0] = small.pd;
+  a.pre.logs[0] = small.pd;
   assert_int_equal (env_try_open (&a), EINVAL);
   tdev_free (&small);
-  a.conf.log_devs[0] = a.logs[0].pd;
+  a.pre.logs[0] = a.logs[0].pd;
 
   /* A valid log too small for a bigger segment-size: refused before
    * anything is written.  So every superblock names a segment size that
@@ -2667,10 +2672,12 @@ test_refusals (void **state)
 
   /* Mode hhc without a log, and a log in another mode. */
   a.conf.nlogs = 0;
-  assert_int_equal (hhc_open (&a.conf, &pbe_ops, &a.info, &vol), EINVAL);
+  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol),
+                    EINVAL);
   a.conf.nlogs = 1;
   a.conf.mode = HHC_MODE_WB;
-  assert_int_equal (hhc_open (&a.conf, &pbe_ops, &a.info, &vol), EINVAL);
+  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol),
+                    EINVAL);
   a.conf.mode = HHC_MODE_HHC;
   assert_null (vol);
 
@@ -2701,7 +2708,7 @@ test_lost_log (void **state)
    */
   tdev_free (&e.logs[0]);
   tdev_new (&e.logs[0], LOG_REGION_OFF + 512 * KiB, NULL, "log0");
-  e.conf.log_devs[0] = e.logs[0].pd;
+  e.pre.logs[0] = e.logs[0].pd;
   env_open (&e);
   assert_int_equal (counts (&e).dirty, 12);
   assert_true (counts (&e).log_relogged >= 12);
@@ -2812,7 +2819,7 @@ test_ring_pinned_head (void **state)
   struct hhc_counts c;
 
   env_init (&e, 1024, 1024, 1, LOG_REGION_OFF + 16384 * KiB);
-  e.conf.log_ring_slots = 12;
+  e.pre.log_ring_slots = 12;
   e.conf.dirty_low = 90;
   e.conf.dirty_high = 95;
   e.conf.dirty_max = 99;
@@ -2846,7 +2853,7 @@ test_small_ring (void **state)
   struct hhc_counts c;
 
   env_init (&e, 64, 128, 1, LOG_REGION_OFF + 1024 * KiB);
-  e.conf.log_ring_slots = 12; /* the region would take 256 */
+  e.pre.log_ring_slots = 12; /* the region would take 256 */
   env_open (&e);
   arg.e = &e;
   assert_int_equal (pthread_create (&th, NULL, ring_thread, &arg), 0);

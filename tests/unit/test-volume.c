@@ -17,8 +17,10 @@
 
 #include <cmocka.h>
 
+#include "devcrash.h"
+#include "flusher.h"
 #include "membackend.h"
-#include "volume_int.h"
+#include "preopen.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
@@ -29,6 +31,7 @@ struct env {
   struct hhc_dev *cdev;
   struct hhc_backend_info info;
   struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
   struct hhc_volume *vol;
 };
 
@@ -43,7 +46,7 @@ env_init (struct env *e, enum hhc_mode mode, uint32_t nslots,
       crashdev_create (test_cache_dev_size (nslots, BS), &e->cdev), 0);
   e->info = membackend_info (e->mb, 0, "membackend:volume");
   hhc_conf_init (&e->conf);
-  e->conf.test_dev = e->cdev;
+  e->pre.cache = e->cdev;
   e->conf.log = test_log;
   e->conf.mode = mode;
 }
@@ -51,7 +54,8 @@ env_init (struct env *e, enum hhc_mode mode, uint32_t nslots,
 static void
 env_open (struct env *e)
 {
-  assert_int_equal (hhc_open (&e->conf, &membackend_ops, &e->info, &e->vol), 0);
+  assert_int_equal (
+      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
 }
 
 static void

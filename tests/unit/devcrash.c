@@ -1,4 +1,5 @@
-/* Crash device, for tests: simulates power loss.
+/* Crash device, for the unit tests (linked into them, not into the
+ * core): simulates power loss.
  *
  * State (all under lock):
  *   durable  what the medium holds after a power cut
@@ -13,7 +14,7 @@
 #include <config.h>
 
 #include "common.h"
-#include "dev.h"
+#include "devcrash.h"
 
 struct pending {
   uint64_t off;

@@ -1,0 +1,242 @@
+/* Which HDD log a cache is paired with, decided at open (before
+ * anything runs): mode hhc opens its log and checks that it is the
+ * cache's (logpair_open); another mode on a cache that was used in
+ * hhc retires (voids) that log, or is refused (logpair_check_retire,
+ * logpair_retire, logpair_retire_before_format).  logpair_link
+ * records the pairing in the state page the open writes.
+ *
+ * The pairing, per the cache's state page (cache.h, enum
+ * cache_log_link) and the log's superblock (log_uuids):
+ *
+ *   cache new            a valid log of this backend: replayed at start
+ *   log blank            the cache's log is gone (log_lost) or none
+ *   log names the cache  paired: this run goes on with it
+ *   cache names the log  a replay into this cache was interrupted:
+ *                        replayed again
+ *   otherwise            another cache's log: refused
+ *
+ * Runs in hhc_open or hhc_start, from one thread, before any client
+ * request; takes no lock itself (logpair_retire writes every dirty
+ * block back through hhc_drain first, with that path's locks).
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "logpair.h"
+#include "vol.h"
+
+static bool
+uuid_is_zero (const uint8_t u[16])
+{
+  static const uint8_t z[16];
+  return memcmp (u, z, 16) == 0;
+}
+
+/* The log_conf of this volume's log. */
+static struct log_conf
+log_conf_of (struct hhc_volume *vol, uint32_t block_size)
+{
+  return (struct log_conf){
+    .paths = vol->conf.log_paths,
+    .npaths = vol->conf.nlogs,
+    .block_size = block_size,
+    .volume_size = vol->info.size,
+    .identity = vol->identity,
+    .segment_size = vol->conf.segment_size,
+    .nbuffers = vol->conf.log_buffers,
+    .log = vol->conf.log,
+    .test_devs = vol->pre.logs,
+    .ring_slots = vol->pre.log_ring_slots,
+  };
+}
+
+/* Can a replay of a log still write into the backend under this
+ * cache (cache.h, enum cache_log_link)?
+ */
+static bool
+cache_log_paired (const struct hhc_cache *c)
+{
+  return c->log_link == CACHE_LOG_PAIRED
+         || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
+}
+
+/* Mode hhc: open the log and decide what it means for the cache.
+ * cache_new: the cache is about to be formatted (blank, or
+ * format=force): a valid log of this backend is replayed at start.  A
+ * loaded cache needs the log it is paired with, or a blank one.
+ */
+int
+logpair_open (struct hhc_volume *vol, bool cache_new)
+{
+  struct hhc_cache *c = &vol->cache;
+  static const uint8_t zero[16];
+  uint8_t luuid[16], lcache[16];
+  char a[37], b[37];
+  enum log_found found;
+  struct log_conf lc = log_conf_of (
+      vol, cache_new ? (vol->conf.block_size ? vol->conf.block_size : 4096)
+                     : c->block_size);
+  int r;
+
+  if (vol->conf.mode != HHC_MODE_HHC)
+    return 0;
+  r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
+  if (r)
+    return r;
+  log_uuids (vol->log, luuid, lcache);
+  hhc_uuid_str (luuid, a);
+  if (cache_new)
+    {
+      memcpy (c->log_uuid, luuid, 16);
+      vol->replay_pending = found == LOG_FOUND_VALID;
+      return 0;
+    }
+  if (found == LOG_FOUND_BLANK)
+    {
+      if (!uuid_is_zero (c->log_uuid))
+        {
+          vol->log_lost = true;
+          hhc_uuid_str (c->log_uuid, b);
+          hhc_log (vol->conf.log, HHC_LOG_WARNING,
+                   "the log this cache was paired with (%s) is gone: "
+                   "starting with a new log %s; every dirty block is "
+                   "written to it before the first client request",
+                   b, a);
+        }
+      return 0;
+    }
+  if (memcmp (lcache, c->uuid, 16) == 0)
+    return 0;
+  if (memcmp (c->log_uuid, luuid, 16) == 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_INFO,
+               "log %s: a recovery into this cache was interrupted: "
+               "replaying the log again",
+               a);
+      vol->replay_pending = true;
+      return 0;
+    }
+  hhc_uuid_str (lcache, b);
+  hhc_log (vol->conf.log, HHC_LOG_ERROR,
+           "log %s belongs to another cache (paired with cache %s): give "
+           "the log written with this cache, or a blank log device",
+           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
+  log_close (vol->log);
+  vol->log = NULL;
+  return EINVAL;
+}
+
+/* A mode other than hhc on a cache that was used in mode hhc: what it
+ * writes back goes unseen by the log, whose entries (dirty blocks of
+ * the last hhc run) a replay after the loss of this cache would write
+ * over it.  Refused, unless log= names that log (checked here):
+ * hhc_start then writes every dirty block back (the log protected
+ * them against the loss of the cache until then), voids the log
+ * (log_retire) and records in the state page that no log is paired.
+ */
+int
+logpair_check_retire (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  int r;
+
+  if (vol->log_retired) /* by format=force, before the format */
+    return 0;
+  if (vol->conf.nlogs == 0)
+    {
+      if (!cache_log_paired (c))
+        return 0;
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: the cache was used in mode hhc and its log may still "
+               "hold older copies of its blocks, which a replay after the "
+               "loss of this cache would write over what mode %s writes "
+               "back: give that log as log= (it is then voided), or start "
+               "in mode hhc",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
+  r = log_retire (&lc, c->uuid, c->linked_log, false);
+  vol->retire_pending = r == 0;
+  return r;
+}
+
+int
+logpair_retire (struct hhc_volume *vol, void *bctx)
+{
+  struct hhc_cache *c = &vol->cache;
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  int r = hhc_drain (vol, bctx);
+
+  if (r)
+    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+             "writing back dirty blocks before the log is voided: %s",
+             strerror (r));
+  if (r == 0)
+    r = log_retire (&lc, c->uuid, c->linked_log, true);
+  if (r == 0)
+    {
+      c->log_link = CACHE_LOG_RETIRED;
+      r = cache_write_state (c, vol->run_state);
+    }
+  vol->retire_pending = r != 0;
+  return r;
+}
+
+/* Record in the state page (written by format_cache or
+ * settle_after_load) which log, if any, this run pairs the cache with.
+ */
+void
+logpair_link (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  uint8_t lcache[16];
+
+  memset (c->linked_log, 0, 16);
+  if (vol->log == NULL)
+    {
+      c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
+      return;
+    }
+  c->log_link = CACHE_LOG_PAIRED;
+  log_uuids (vol->log, c->linked_log, lcache);
+}
+
+/* format=force in a mode other than hhc over a cache used in hhc: its
+ * log would still be replayed after the loss of the new cache, over
+ * what this mode writes back.  With log= naming it, it is voided first
+ * (log_retired; the old cache's dirty blocks go, as format=force
+ * says); without, refused.  A superblock that cannot be read pairs
+ * nothing.
+ */
+int
+logpair_retire_before_format (struct hhc_volume *vol)
+{
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  struct hhc_cache *c = &vol->cache;
+  enum cache_state state;
+  int r;
+
+  if (identity == NULL)
+    return ENOMEM;
+  if (vol->conf.mode == HHC_MODE_HHC
+      || cache_read_super (c, identity, CACHE_IDENTITY_MAX + 1) != 0
+      || cache_read_state (c, &state) != 0 || !cache_log_paired (c))
+    return 0;
+  if (vol->conf.nlogs == 0)
+    {
+      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+               "%s: format=force over a cache used in mode hhc: its log "
+               "would still be replayed after the loss of the new cache, "
+               "over what mode %s writes back: give that log as log= (it "
+               "is then voided)",
+               vol->dev->name, hhc_mode_to_string (vol->conf.mode));
+      return EINVAL;
+    }
+  struct log_conf lc = log_conf_of (vol, c->block_size);
+  r = log_retire (&lc, c->uuid, c->linked_log, true);
+  vol->log_retired = r == 0;
+  return r;
+}

@@ -1,0 +1,32 @@
+/* The cache's HDD log at open: pairing and retiring (logpair.c). */
+#ifndef HHC_LOGPAIR_H
+#define HHC_LOGPAIR_H
+
+#include <stdbool.h>
+
+struct hhc_volume;
+
+/* Mode hhc: open the log and decide what it means for the cache.
+ * cache_new: the cache is about to be formatted (a valid log of this
+ * backend is replayed at start).  A loaded cache needs the log it is
+ * paired with, or a blank one.  0 or errno (logged).
+ */
+int logpair_open (struct hhc_volume *vol, bool cache_new);
+/* A mode other than hhc on a loaded cache used in hhc: refused unless
+ * log= names its log, which hhc_start then voids (retire_pending).
+ */
+int logpair_check_retire (struct hhc_volume *vol);
+/* In hhc_start: write every dirty block back, void the log and record
+ * in the state page that no log is paired.
+ */
+int logpair_retire (struct hhc_volume *vol, void *bctx);
+/* Record in the cache (state page, written later by the open) which
+ * log, if any, this run pairs it with.
+ */
+void logpair_link (struct hhc_volume *vol);
+/* format=force in a mode other than hhc over a cache used in hhc: void
+ * its log first (log= must name it), else refuse.
+ */
+int logpair_retire_before_format (struct hhc_volume *vol);
+
+#endif /* HHC_LOGPAIR_H */

@@ -1,0 +1,33 @@
+/* Crash device (unit tests only: linked into them, never into the
+ * core): a device that keeps unsynced writes in memory.
+ *
+ * Keeps a durable image and a list of writes not yet synced.  Reads
+ * see every write.  crashdev_crash() "cuts the power": each unsynced
+ * write is kept or dropped (keep(i) decides for the i-th pending
+ * write, or a seeded coin when keep is NULL), the device then drops
+ * every later write and sync with EIO until crashdev_restart().
+ */
+#ifndef HHC_DEVCRASH_H
+#define HHC_DEVCRASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dev.h"
+
+/* A crash device of size bytes, all zeros and durable. */
+int crashdev_create (uint64_t size, struct hhc_dev **devp);
+/* Number of writes not yet synced. */
+size_t crashdev_pending (struct hhc_dev *dev);
+/* Cut the power (see above). */
+void crashdev_crash (struct hhc_dev *dev, unsigned seed,
+                     bool (*keep) (size_t i, void *opaque), void *opaque);
+/* Power back on: reads see the durable image, writes work again. */
+void crashdev_restart (struct hhc_dev *dev);
+/* Free the device.  Its close() is a no-op, so that it outlives the
+ * volumes opened on it: the test frees it with this.
+ */
+void crashdev_destroy (struct hhc_dev *dev);
+
+#endif /* HHC_DEVCRASH_H */
