@@ -131,6 +131,14 @@ cache_super_encode (const struct cache_super *sb, void *buf)
   put64 (p + 72, sb->data_off);
   put32 (p + 80, idl);
   memcpy (p + 84, sb->identity, idl);
+  cache_super_seal (p);
+}
+
+void
+cache_super_seal (void *buf)
+{
+  unsigned char *p = buf;
+
   put32 (p + 4092, crc32c (0, p, 4092));
 }
 

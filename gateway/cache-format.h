@@ -152,6 +152,8 @@ enum cache_super_fault cache_super_check (const struct cache_super *sb,
  * identity, at most CACHE_IDENTITY_MAX) into buf (CACHE_PAGE bytes).
  */
 void cache_super_encode (const struct cache_super *sb, void *buf);
+/* Compute and store a superblock's crc (the fuzzers' fix-up). */
+void cache_super_seal (void *buf);
 
 /* ---- state page ---- */
 
@@ -181,7 +183,9 @@ bool cache_state_decode (const void *buf, const uint8_t uuid[16],
  */
 void cache_page_init (void *buf, uint32_t p, uint64_t seq,
                       const uint8_t uuid[16]);
-/* Compute and store the page's crc. */
+/* Compute and store the crc of a metadata page (or of a state page:
+ * the field is at the same place).
+ */
 void cache_page_seal (void *buf);
 /* The commit sequence of a valid copy of page p of the cache whose
  * UUID is uuid, 0 if it is not valid (magic, page number, UUID, crc,
