@@ -381,6 +381,56 @@ load_page (struct hhc_cache *c, uint32_t p, unsigned char *buf,
   return 0;
 }
 
+/* Map the used entries of page p (its newest valid copy in buf; pseq:
+ * the commit sequence of each page loaded so far).  EINVAL (logged) on
+ * an entry beyond the volume of nblocks blocks.
+ */
+static int
+load_entries (struct hhc_cache *c, uint32_t p, const unsigned char *buf,
+              const uint64_t *pseq, uint64_t nblocks)
+{
+  for (uint32_t i = 0; i < CACHE_EPP; i++)
+    {
+      uint32_t slot = p * CACHE_EPP + i;
+      uint64_t lba;
+      unsigned e;
+      cache_page_get (buf, i, &lba, &e);
+      enum slot_state st = e;
+      if (slot >= c->nslots)
+        break;
+      if (st == SLOT_FREE)
+        continue;
+      if (lba >= nblocks)
+        {
+          hhc_log (c->log, HHC_LOG_ERROR,
+                   "%s: cache metadata page %u: block %" PRIu64
+                   " is beyond the volume",
+                   c->dev->name, p, lba);
+          return EINVAL;
+        }
+      /* An LBA in two slots: a crash in the middle of a commit.  The
+       * entry from the newer commit wins (dirty over clean on a tie);
+       * the loser becomes free.
+       */
+      uint32_t old = index_lookup (c->idx, lba);
+      if (old != HHC_NIL)
+        {
+          uint64_t os = pseq[old / CACHE_EPP];
+          enum slot_state ost = slot_state (&c->idx->slots[old]);
+          bool mine = pseq[p] > os || (pseq[p] == os && st > ost);
+          uint32_t loser = mine ? old : slot;
+          if (mine)
+            index_remove (c->idx, old);
+          cache_set_state (c, loser, SLOT_FREE);
+          if (!mine)
+            continue;
+        }
+      index_insert (c->idx, slot, lba);
+      slot_set_state (&c->idx->slots[slot], st);
+    }
+  return 0;
+}
+
 int
 cache_load (struct hhc_cache *c,
             void (*found) (void *opaque, uint32_t slot, uint64_t lba,
@@ -401,45 +451,8 @@ cache_load (struct hhc_cache *c,
         return r;
       pseq[p] = HHC_MAX (c->copy_seq[2 * p], c->copy_seq[2 * p + 1]);
       c->commit_seq = HHC_MAX (c->commit_seq, pseq[p]);
-      for (uint32_t i = 0; i < CACHE_EPP; i++)
-        {
-          uint32_t slot = p * CACHE_EPP + i;
-          uint64_t lba;
-          unsigned e;
-          cache_page_get (buf, i, &lba, &e);
-          enum slot_state st = e;
-          if (slot >= c->nslots)
-            break;
-          if (st == SLOT_FREE)
-            continue;
-          if (lba >= nblocks)
-            {
-              hhc_log (c->log, HHC_LOG_ERROR,
-                       "%s: cache metadata page %u: block %" PRIu64
-                       " is beyond the volume",
-                       c->dev->name, p, lba);
-              return EINVAL;
-            }
-          /* An LBA in two slots: a crash in the middle of a commit.
-           * The entry from the newer commit wins (dirty over clean on
-           * a tie); the loser becomes free.
-           */
-          uint32_t old = index_lookup (c->idx, lba);
-          if (old != HHC_NIL)
-            {
-              uint64_t os = pseq[old / CACHE_EPP];
-              enum slot_state ost = slot_state (&c->idx->slots[old]);
-              bool mine = pseq[p] > os || (pseq[p] == os && st > ost);
-              uint32_t loser = mine ? old : slot;
-              if (mine)
-                index_remove (c->idx, old);
-              cache_set_state (c, loser, SLOT_FREE);
-              if (!mine)
-                continue;
-            }
-          index_insert (c->idx, slot, lba);
-          slot_set_state (&c->idx->slots[slot], st);
-        }
+      if ((r = load_entries (c, p, buf, pseq, nblocks)) != 0)
+        return r;
     }
   /* Report used slots, pool the free ones (highest number last, so
    * allocation starts at slot 0).
