@@ -1,24 +1,6 @@
-/* SSD cache format: see cache.h for the layout and invariants.
- *
- * Superblock (little-endian, 4 KiB):
- *   0   magic "HHCCACHE"        8   u32 version
- *   12  u32 block_size          16  uuid[16]
- *   32  log uuid[16] (zero: no log yet)
- *   48  u64 volume_size         56  u32 nslots
- *   60  u32 npages              64  u64 meta_off
- *   72  u64 data_off            80  u32 identity length
- *   84  identity (up to 2048 bytes)
- *   4092 u32 crc32c of bytes 0..4091
- *
- * State page (two copies, A at 4 KiB and B at 8 KiB; a write goes to
- * the older copy, the newer valid one counts):
- *   0 u32 magic "HHST"  4 u32 enum cache_state  8 u64 seq
- *   16 uuid[0..7]       24 u32 crc32c (computed with this field 0)
- *
- * Metadata page header (little-endian):
- *   0 u32 magic "HHMP"  4 u32 page number  8 u64 commit seq
- *   16 uuid[0..7]       24 u32 crc32c (computed with this field 0)
- *   28 u32 reserved     32 entries: u64 (lba << 2 | state)
+/* SSD cache device I/O: see cache.h for the layout and invariants,
+ * cache-format.h for the bytes of the superblock, state and metadata
+ * pages (encoded, decoded and checked in cache-format.c).
  *
  * The superblock is written only by format (so it cannot be torn by a
  * crash in normal operation).  Format first zeroes the old superblock,
@@ -34,106 +16,59 @@
 
 #include "cache.h"
 #include "common.h"
-#include "crc32c.h"
 
-#define PAGE_MAGIC 0x504d4848u  /* "HHMP" */
-#define COMMIT_CHUNK 256        /* pages snapshotted and written at a time */
-#define STATE_MAGIC 0x54534848u /* "HHST" */
-#define STATE_OFF CACHE_PAGE    /* two state pages after the superblock */
-/* Commit and state sequences stay below this (2^62 commits take
- * millennia); a copy claiming more is corrupt: its successor's number
- * would wrap past 2^64 to "older than everything" and every later
- * commit would lose to it at load (found by fuzz-cache).
- */
-#define MAX_SEQ (UINT64_C (1) << 62)
+#define COMMIT_CHUNK 256 /* pages snapshotted and written at a time */
 
-static uint64_t
-layout_data_off (uint32_t nslots, uint32_t block_size, uint32_t *npages,
-                 uint64_t *meta_off)
+/* c's geometry from a decoded superblock. */
+static void
+take_super (struct hhc_cache *c, const struct cache_super *sb)
 {
-  uint32_t np = (nslots + CACHE_EPP - 1) / CACHE_EPP;
-  uint64_t align = HHC_MAX (block_size, CACHE_PAGE);
-
-  *npages = np;
-  *meta_off = 3 * CACHE_PAGE;
-  return HHC_ROUND_UP (*meta_off + 2 * (uint64_t)np * CACHE_PAGE, align);
-}
-
-int
-cache_geometry (uint64_t dev_size, uint32_t block_size, uint64_t volume_size,
-                uint32_t *nslots, uint32_t *npages, uint64_t *meta_off,
-                uint64_t *data_off)
-{
-  uint64_t vblocks = (volume_size + block_size - 1) / block_size;
-  uint64_t n;
-
-  if (dev_size <= CACHE_PAGE)
-    return ENOSPC;
-  /* Each slot costs its block plus 16 bytes of metadata (two copies). */
-  n = (dev_size - CACHE_PAGE) / (block_size + 16);
-  n = HHC_MIN (n, (uint64_t)HHC_MAX_SLOTS);
-  n = HHC_MIN (n, HHC_MAX (vblocks, (uint64_t)CACHE_MIN_SLOTS));
-  while (n >= CACHE_MIN_SLOTS)
-    {
-      uint64_t d = layout_data_off (n, block_size, npages, meta_off);
-      if (d + n * block_size <= dev_size)
-        {
-          *nslots = n;
-          *data_off = d;
-          return 0;
-        }
-      n--;
-    }
-  return ENOSPC;
+  c->block_size = sb->block_size;
+  memcpy (c->uuid, sb->uuid, 16);
+  memcpy (c->log_uuid, sb->log_uuid, 16);
+  c->volume_size = sb->volume_size;
+  c->nslots = sb->nslots;
+  c->npages = sb->npages;
+  c->meta_off = sb->meta_off;
+  c->data_off = sb->data_off;
 }
 
 int
 cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
 {
-  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (CACHE_PAGE);
-  uint32_t idl, np;
-  uint64_t mo, dof;
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (CACHE_PAGE);
+  struct cache_super sb;
+  enum cache_super_fault f;
   int r;
 
-  if (sb == NULL)
+  if (buf == NULL)
     return ENOMEM;
-  r = dev_pread (c->dev, sb, CACHE_PAGE, 0);
+  r = dev_pread (c->dev, buf, CACHE_PAGE, 0);
   if (r)
     {
       hhc_log (c->log, HHC_LOG_ERROR, "%s: reading superblock: %s",
                c->dev->name, strerror (r));
       return r;
     }
-  if (memcmp (sb, CACHE_MAGIC, 8) != 0)
+  cache_super_decode (buf, &sb);
+  f = cache_super_check (&sb, c->dev->size);
+  if (f == CACHE_SUPER_NO_MAGIC)
     return ENOENT;
-  if (crc32c (0, sb, 4092) != get32 (sb + 4092))
+  if (f == CACHE_SUPER_BAD_CRC)
     {
       hhc_log (c->log, HHC_LOG_ERROR,
                "%s: cache superblock is corrupt (bad checksum)", c->dev->name);
       return EINVAL;
     }
-  if (get32 (sb + 8) != CACHE_VERSION)
+  if (f == CACHE_SUPER_VERSION)
     {
       hhc_log (c->log, HHC_LOG_ERROR,
                "%s: cache format version %u is not supported (want %u)",
-               c->dev->name, get32 (sb + 8), CACHE_VERSION);
+               c->dev->name, sb.version, CACHE_VERSION);
       return EINVAL;
     }
-  c->block_size = get32 (sb + 12);
-  memcpy (c->uuid, sb + 16, 16);
-  memcpy (c->log_uuid, sb + 32, 16);
-  c->volume_size = get64 (sb + 48);
-  c->nslots = get32 (sb + 56);
-  c->npages = get32 (sb + 60);
-  c->meta_off = get64 (sb + 64);
-  c->data_off = get64 (sb + 72);
-  idl = get32 (sb + 80);
-  dof = layout_data_off (c->nslots, HHC_MAX (c->block_size, 1), &np, &mo);
-  if (!HHC_IS_POW2 (c->block_size) || c->block_size < 512
-      || c->block_size > 1048576 || c->nslots < CACHE_MIN_SLOTS
-      || c->nslots > HHC_MAX_SLOTS || np != c->npages || mo != c->meta_off
-      || dof != c->data_off || idl > CACHE_IDENTITY_MAX || idl >= idlen
-      || c->data_off + (uint64_t)c->nslots * c->block_size > c->dev->size)
+  take_super (c, &sb);
+  if (f == CACHE_SUPER_GEOMETRY || sb.identity_len >= idlen)
     {
       hhc_log (c->log, HHC_LOG_ERROR,
                "%s: cache superblock has an impossible geometry "
@@ -141,8 +76,7 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
                c->dev->name);
       return EINVAL;
     }
-  memcpy (identity, sb + 84, idl);
-  identity[idl] = '\0';
+  memcpy (identity, sb.identity, sb.identity_len + 1);
   return 0;
 }
 
@@ -155,25 +89,19 @@ build_page (struct hhc_cache *c, uint32_t p, uint64_t seq, unsigned char *buf)
   uint32_t first = p * CACHE_EPP;
   uint32_t n = HHC_MIN ((uint32_t)CACHE_EPP, c->nslots - first);
 
-  memset (buf, 0, CACHE_PAGE);
-  put32 (buf, PAGE_MAGIC);
-  put32 (buf + 4, p);
-  put64 (buf + 8, seq);
-  memcpy (buf + 16, c->uuid, 8);
+  cache_page_init (buf, p, seq, c->uuid);
   for (uint32_t i = 0; i < n; i++)
     {
       const struct hhc_slot *s = &c->idx->slots[first + i];
-      enum slot_state st = slot_state (s);
-      uint64_t e = st == SLOT_FREE ? 0 : (slot_lba (s) << 2 | st);
-      put64 (buf + CACHE_PAGE_HDR + 8 * i, e);
+      cache_page_set (buf, i, slot_lba (s), slot_state (s));
     }
-  put32 (buf + 24, crc32c (0, buf, CACHE_PAGE));
+  cache_page_seal (buf);
 }
 
 static uint64_t
 copy_offset (const struct hhc_cache *c, uint32_t p, int copy)
 {
-  return c->meta_off + ((uint64_t)copy * c->npages + p) * CACHE_PAGE;
+  return cache_page_offset (c->meta_off, c->npages, p, copy);
 }
 
 /* Write every page of one copy with free entries (format). */
@@ -192,14 +120,13 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
       for (uint32_t i = 0; i < n; i++)
         {
           unsigned char *pg = buf + (size_t)i * CACHE_PAGE;
-          memset (pg, 0, CACHE_PAGE);
           if (zero)
-            continue;
-          put32 (pg, PAGE_MAGIC);
-          put32 (pg + 4, p + i);
-          put64 (pg + 8, 1);
-          memcpy (pg + 16, c->uuid, 8);
-          put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
+            {
+              memset (pg, 0, CACHE_PAGE);
+              continue;
+            }
+          cache_page_init (pg, p + i, 1, c->uuid);
+          cache_page_seal (pg);
         }
       int r = dev_pwrite (c->dev, buf, (size_t)n * CACHE_PAGE,
                           copy_offset (c, p, copy));
@@ -209,37 +136,35 @@ write_blank_copy (struct hhc_cache *c, int copy, bool zero)
   return 0;
 }
 
-/* Write copy `copy` of the state page: u32 magic, u32 state, u64
- * sequence, 8 bytes of the cache UUID, u32 crc32c (of the page with
- * this field 0), u32 log link (enum cache_log_link), the paired log's
- * UUID (16 bytes; both 0 in pages of earlier builds).
- */
+/* Write copy `copy` of the state page (cache-format.h). */
 static int
 write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
                   uint64_t seq)
 {
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
+  struct cache_state_page sp = {
+    .state = state,
+    .seq = seq,
+    .log_link = c->log_link,
+  };
 
   if (pg == NULL)
     return ENOMEM;
-  put32 (pg, STATE_MAGIC);
-  put32 (pg + 4, state);
-  put64 (pg + 8, seq);
-  memcpy (pg + 16, c->uuid, 8);
-  put32 (pg + 28, c->log_link);
-  memcpy (pg + 32, c->linked_log, 16);
-  put32 (pg + 24, crc32c (0, pg, CACHE_PAGE));
+  memcpy (sp.uuid8, c->uuid, 8);
+  memcpy (sp.linked_log, c->linked_log, 16);
+  cache_state_encode (&sp, pg);
   return dev_pwrite (c->dev, pg, CACHE_PAGE,
-                     STATE_OFF + (uint64_t)copy * CACHE_PAGE);
+                     CACHE_STATE_OFF + (uint64_t)copy * CACHE_PAGE);
 }
 
 int
 cache_read_state (struct hhc_cache *c, enum cache_state *state)
 {
   HHC_CLEANUP_FREE unsigned char *pg = hhc_alloc_aligned (CACHE_PAGE);
-  uint32_t st[2] = { CACHE_IN_USE, CACHE_IN_USE };
-  uint32_t link[2] = { CACHE_LOG_UNKNOWN, CACHE_LOG_UNKNOWN };
-  uint8_t linked[2][16] = { { 0 } };
+  struct cache_state_page sp[2] = {
+    { .state = CACHE_IN_USE, .log_link = CACHE_LOG_UNKNOWN },
+    { .state = CACHE_IN_USE, .log_link = CACHE_LOG_UNKNOWN },
+  };
   int r;
 
   if (pg == NULL)
@@ -247,30 +172,18 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
   for (int i = 0; i < 2; i++)
     {
       r = dev_pread (c->dev, pg, CACHE_PAGE,
-                     STATE_OFF + (uint64_t)i * CACHE_PAGE);
+                     CACHE_STATE_OFF + (uint64_t)i * CACHE_PAGE);
       if (r)
         return r;
-      uint32_t crc = get32 (pg + 24);
-      put32 (pg + 24, 0);
-      c->state_seq[i] = 0;
-      if (get32 (pg) == STATE_MAGIC && memcmp (pg + 16, c->uuid, 8) == 0
-          && crc32c (0, pg, CACHE_PAGE) == crc && get64 (pg + 8) < MAX_SEQ)
-        {
-          c->state_seq[i] = get64 (pg + 8);
-          st[i] = get32 (pg + 4);
-          if (st[i] > CACHE_IN_USE_HHC)
-            st[i] = CACHE_IN_USE; /* unknown: the safe side */
-          link[i] = get32 (pg + 28);
-          if (link[i] > CACHE_LOG_RETIRED)
-            link[i] = CACHE_LOG_PAIRED; /* unknown: the safe side */
-          memcpy (linked[i], pg + 32, 16);
-        }
+      if (!cache_state_decode (pg, c->uuid, &sp[i]))
+        sp[i].seq = 0;
+      c->state_seq[i] = sp[i].seq;
     }
   /* No valid copy: in use, clean blocks untrusted (the safe side). */
-  *state = c->state_seq[0] >= c->state_seq[1] ? st[0] : st[1];
   int newer = c->state_seq[0] >= c->state_seq[1] ? 0 : 1;
-  c->log_link = link[newer];
-  memcpy (c->linked_log, linked[newer], 16);
+  *state = sp[newer].state;
+  c->log_link = sp[newer].log_link;
+  memcpy (c->linked_log, sp[newer].linked_log, 16);
   return 0;
 }
 
@@ -303,6 +216,27 @@ cache_write_state (struct hhc_cache *c, enum cache_state state)
   return r;
 }
 
+/* The superblock of c's geometry and identity into buf. */
+static void
+build_super (const struct hhc_cache *c, const char *identity, size_t idl,
+             unsigned char *buf)
+{
+  struct cache_super sb = {
+    .block_size = c->block_size,
+    .volume_size = c->volume_size,
+    .nslots = c->nslots,
+    .npages = c->npages,
+    .meta_off = c->meta_off,
+    .data_off = c->data_off,
+    .identity_len = idl,
+  };
+
+  memcpy (sb.uuid, c->uuid, 16);
+  memcpy (sb.log_uuid, c->log_uuid, 16);
+  memcpy (sb.identity, identity, idl);
+  cache_super_encode (&sb, buf);
+}
+
 int
 cache_format (struct hhc_cache *c, const char *identity)
 {
@@ -320,24 +254,13 @@ cache_format (struct hhc_cache *c, const char *identity)
       || (r = write_blank_copy (c, 0, false)) != 0
       || (r = write_blank_copy (c, 1, true)) != 0
       || (r = write_state_copy (c, 0, CACHE_CLOSED, 1)) != 0
-      || (r = dev_pwrite (c->dev, sb, CACHE_PAGE, STATE_OFF + CACHE_PAGE)) != 0
+      || (r = dev_pwrite (c->dev, sb, CACHE_PAGE, CACHE_STATE_OFF + CACHE_PAGE))
+             != 0
       || (r = dev_sync (c->dev)) != 0)
     goto fail;
   c->state_seq[0] = 1;
   c->state_seq[1] = 0;
-  memcpy (sb, CACHE_MAGIC, 8);
-  put32 (sb + 8, CACHE_VERSION);
-  put32 (sb + 12, c->block_size);
-  memcpy (sb + 16, c->uuid, 16);
-  memcpy (sb + 32, c->log_uuid, 16);
-  put64 (sb + 48, c->volume_size);
-  put32 (sb + 56, c->nslots);
-  put32 (sb + 60, c->npages);
-  put64 (sb + 64, c->meta_off);
-  put64 (sb + 72, c->data_off);
-  put32 (sb + 80, idl);
-  memcpy (sb + 84, identity, idl);
-  put32 (sb + 4092, crc32c (0, sb, 4092));
+  build_super (c, identity, idl, sb);
   if ((r = dev_pwrite (c->dev, sb, CACHE_PAGE, 0)) != 0
       || (r = dev_sync (c->dev)) != 0)
     goto fail;
@@ -403,22 +326,6 @@ cache_free_mem (struct hhc_cache *c)
   c->page_locks = NULL;
 }
 
-/* Validate one copy of page p; returns its sequence or 0 if invalid. */
-static uint64_t
-page_valid (struct hhc_cache *c, uint32_t p, unsigned char *buf)
-{
-  uint32_t crc = get32 (buf + 24);
-
-  if (get32 (buf) != PAGE_MAGIC || get32 (buf + 4) != p
-      || memcmp (buf + 16, c->uuid, 8) != 0)
-    return 0;
-  put32 (buf + 24, 0);
-  if (crc32c (0, buf, CACHE_PAGE) != crc)
-    return 0;
-  put32 (buf + 24, crc);
-  return get64 (buf + 8) < MAX_SEQ ? get64 (buf + 8) : 0;
-}
-
 /* Chain a slot onto a free list (free lock held). */
 static void
 push_free (struct hhc_cache *c, uint32_t *head, uint32_t slot)
@@ -458,8 +365,8 @@ load_page (struct hhc_cache *c, uint32_t p, unsigned char *buf,
       || (r = dev_pread (c->dev, other, CACHE_PAGE, copy_offset (c, p, 1)))
              != 0)
     return r;
-  sa = page_valid (c, p, buf);
-  sb = page_valid (c, p, other);
+  sa = cache_page_check (buf, p, c->uuid);
+  sb = cache_page_check (other, p, c->uuid);
   c->copy_seq[2 * p] = sa;
   c->copy_seq[2 * p + 1] = sb;
   if (sa == 0 && sb == 0)
@@ -471,6 +378,56 @@ load_page (struct hhc_cache *c, uint32_t p, unsigned char *buf,
     }
   if (sb > sa)
     memcpy (buf, other, CACHE_PAGE);
+  return 0;
+}
+
+/* Map the used entries of page p (its newest valid copy in buf; pseq:
+ * the commit sequence of each page loaded so far).  EINVAL (logged) on
+ * an entry beyond the volume of nblocks blocks.
+ */
+static int
+load_entries (struct hhc_cache *c, uint32_t p, const unsigned char *buf,
+              const uint64_t *pseq, uint64_t nblocks)
+{
+  for (uint32_t i = 0; i < CACHE_EPP; i++)
+    {
+      uint32_t slot = p * CACHE_EPP + i;
+      uint64_t lba;
+      unsigned e;
+      cache_page_get (buf, i, &lba, &e);
+      enum slot_state st = e;
+      if (slot >= c->nslots)
+        break;
+      if (st == SLOT_FREE)
+        continue;
+      if (lba >= nblocks)
+        {
+          hhc_log (c->log, HHC_LOG_ERROR,
+                   "%s: cache metadata page %u: block %" PRIu64
+                   " is beyond the volume",
+                   c->dev->name, p, lba);
+          return EINVAL;
+        }
+      /* An LBA in two slots: a crash in the middle of a commit.  The
+       * entry from the newer commit wins (dirty over clean on a tie);
+       * the loser becomes free.
+       */
+      uint32_t old = index_lookup (c->idx, lba);
+      if (old != HHC_NIL)
+        {
+          uint64_t os = pseq[old / CACHE_EPP];
+          enum slot_state ost = slot_state (&c->idx->slots[old]);
+          bool mine = pseq[p] > os || (pseq[p] == os && st > ost);
+          uint32_t loser = mine ? old : slot;
+          if (mine)
+            index_remove (c->idx, old);
+          cache_set_state (c, loser, SLOT_FREE);
+          if (!mine)
+            continue;
+        }
+      index_insert (c->idx, slot, lba);
+      slot_set_state (&c->idx->slots[slot], st);
+    }
   return 0;
 }
 
@@ -492,46 +449,10 @@ cache_load (struct hhc_cache *c,
     {
       if ((r = load_page (c, p, buf, buf + CACHE_PAGE)) != 0)
         return r;
-      pseq[p] = get64 (buf + 8);
+      pseq[p] = HHC_MAX (c->copy_seq[2 * p], c->copy_seq[2 * p + 1]);
       c->commit_seq = HHC_MAX (c->commit_seq, pseq[p]);
-      for (uint32_t i = 0; i < CACHE_EPP; i++)
-        {
-          uint32_t slot = p * CACHE_EPP + i;
-          uint64_t e = get64 (buf + CACHE_PAGE_HDR + 8 * i);
-          enum slot_state st = e & 3;
-          uint64_t lba = e >> 2;
-          if (slot >= c->nslots)
-            break;
-          if (st == SLOT_FREE)
-            continue;
-          if (lba >= nblocks)
-            {
-              hhc_log (c->log, HHC_LOG_ERROR,
-                       "%s: cache metadata page %u: block %" PRIu64
-                       " is beyond the volume",
-                       c->dev->name, p, lba);
-              return EINVAL;
-            }
-          /* An LBA in two slots: a crash in the middle of a commit.
-           * The entry from the newer commit wins (dirty over clean on
-           * a tie); the loser becomes free.
-           */
-          uint32_t old = index_lookup (c->idx, lba);
-          if (old != HHC_NIL)
-            {
-              uint64_t os = pseq[old / CACHE_EPP];
-              enum slot_state ost = slot_state (&c->idx->slots[old]);
-              bool mine = pseq[p] > os || (pseq[p] == os && st > ost);
-              uint32_t loser = mine ? old : slot;
-              if (mine)
-                index_remove (c->idx, old);
-              cache_set_state (c, loser, SLOT_FREE);
-              if (!mine)
-                continue;
-            }
-          index_insert (c->idx, slot, lba);
-          slot_set_state (&c->idx->slots[slot], st);
-        }
+      if ((r = load_entries (c, p, buf, pseq, nblocks)) != 0)
+        return r;
     }
   /* Report used slots, pool the free ones (highest number last, so
    * allocation starts at slot 0).

@@ -15,6 +15,8 @@
  * load takes the newer valid copy, so a torn page write loses nothing
  * that an earlier commit made durable.
  *
+ * The byte layouts and their checks are in cache-format.h.
+ *
  * Invariant 1 (DESIGN.md 4): a slot's data is written only when its
  * persisted entry says free or says the same LBA.  Freed slots go to a
  * pending list; only after a commit has made "free" durable do they
@@ -30,17 +32,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cache-format.h"
 #include "dev.h"
 #include "hhc.h"
 #include "index.h"
-
-#define CACHE_MAGIC "HHCCACHE"
-#define CACHE_VERSION 2
-#define CACHE_PAGE 4096
-#define CACHE_PAGE_HDR 32
-#define CACHE_EPP ((CACHE_PAGE - CACHE_PAGE_HDR) / 8) /* 508 */
-#define CACHE_IDENTITY_MAX 2048
-#define CACHE_MIN_SLOTS 16
 
 struct hhc_cache {
   struct hhc_dev *dev;
@@ -85,12 +80,7 @@ struct hhc_cache {
   uint32_t pending_head, npending; /* freed, not yet durable */
 };
 
-/* Geometry for a device: fills nslots, npages, offsets; ENOSPC if the
- * device is too small for CACHE_MIN_SLOTS slots.
- */
-int cache_geometry (uint64_t dev_size, uint32_t block_size,
-                    uint64_t volume_size, uint32_t *nslots, uint32_t *npages,
-                    uint64_t *meta_off, uint64_t *data_off);
+/* cache_geometry (cache-format.h) gives the geometry for a device. */
 
 /* Read the superblock.  Returns 0 and fills geometry if valid, ENOENT
  * if the device holds no cache (no magic), EINVAL if it is corrupt or
@@ -101,36 +91,11 @@ int cache_read_super (struct hhc_cache *c, char *identity, size_t idlen);
 /* Format the device (destroys its contents) for this geometry. */
 int cache_format (struct hhc_cache *c, const char *identity);
 
-/* The state page: was the cache closed cleanly, and if not, can its
- * clean blocks be trusted?  A clean block is trusted when its data is
- * the backend's durable data.  In wb that always holds (clean blocks
- * are copied on write; a fill does not cache a block whose region had
- * a trim/zero not yet flushed on the backend).  In wt and pt it may
- * not: a crash can lose a backend write that the cache already holds.
- * So after an unclean stop in wt/pt the clean blocks are dropped;
- * dirty blocks are always kept.  read: the newer valid copy (none
- * valid: CACHE_IN_USE); write: over the older copy, then sync.
+/* The state page (enum cache_state and enum cache_log_link in
+ * cache-format.h): read the newer valid copy (none valid:
+ * CACHE_IN_USE), filling c->log_link and c->linked_log; write over the
+ * older copy, then sync.
  */
-enum cache_state {
-  CACHE_IN_USE = 0,    /* open (or crashed): clean blocks untrusted */
-  CACHE_CLOSED = 1,    /* closed cleanly: everything trusted */
-  CACHE_IN_USE_WB = 2, /* open in wb: clean blocks trusted */
-  /* Open in hhc: clean blocks trusted, and what FLUSHes covered since
-   * the last checkpoint is in the log only (redo it at start).
-   */
-  CACHE_IN_USE_HHC = 3,
-};
-/* Does a log hold dirty blocks of this cache?  The state page records
- * it (read into c->log_link, written from it), so that a run in a mode
- * other than hhc, whose write-back the log would not see, can refuse
- * to start while a replay after the loss of the cache could still
- * write the log's older blocks over it (open.c retire_log).
- */
-enum cache_log_link {
-  CACHE_LOG_UNKNOWN = 0, /* state pages of earlier builds: log_uuid tells */
-  CACHE_LOG_PAIRED = 1,  /* used in mode hhc: its log may be replayed */
-  CACHE_LOG_RETIRED = 2, /* its log was voided: no log may be replayed */
-};
 int cache_read_state (struct hhc_cache *c, enum cache_state *state);
 int cache_write_state (struct hhc_cache *c, enum cache_state state);
 

@@ -5,6 +5,10 @@
  * descriptor keeps a second gateway off the device; the lock lives as
  * long as the open file description, also across nbdkit's fork.
  *
+ * dev_open_readonly opens O_RDONLY with a shared flock (hhcctl check
+ * reads a device while a gateway may hold it): writes and syncs fail
+ * with EROFS.
+ *
  * With O_DIRECT, buffers, offsets and lengths must be aligned; a
  * request that is not is bounced through an aligned buffer.
  */
@@ -159,6 +163,26 @@ static const struct hhc_dev_ops file_ops = {
   .close = file_close,
 };
 
+/* Read-only (dev_open_readonly): nothing can change a byte. */
+static int
+ro_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return EROFS;
+}
+
+static int
+ro_sync (struct hhc_dev *d)
+{
+  return EROFS;
+}
+
+static const struct hhc_dev_ops file_ro_ops = {
+  .pread = file_pread,
+  .pwrite = ro_pwrite,
+  .sync = ro_sync,
+  .close = file_close,
+};
+
 /* Size of a regular file or block device. */
 static int
 fd_size (int fd, uint64_t *size)
@@ -211,11 +235,31 @@ open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
   return 0;
 }
 
+/* The device on an open fd (closed on failure). */
+static int
+new_file_dev (const char *path, int fd, uint64_t size, bool direct,
+              const struct hhc_dev_ops *ops, struct hhc_dev **devp)
+{
+  struct file_dev *f = calloc (1, sizeof *f);
+
+  if (f == NULL || (f->dev.name = strdup (path)) == NULL)
+    {
+      free (f);
+      close (fd);
+      return ENOMEM;
+    }
+  f->dev.ops = ops;
+  f->dev.size = size;
+  f->fd = fd;
+  f->direct = direct;
+  *devp = &f->dev;
+  return 0;
+}
+
 int
 dev_open_file (const char *path, uint64_t create_size, bool direct,
                hhc_log_fn log, struct hhc_dev **devp)
 {
-  struct file_dev *f;
   uint64_t size;
   bool created = false;
   int fd = -1, r;
@@ -248,18 +292,41 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
       close (fd);
       return EINVAL;
     }
-  f = calloc (1, sizeof *f);
-  if (f == NULL || (f->dev.name = strdup (path)) == NULL)
+  r = new_file_dev (path, fd, size, direct, &file_ops, devp);
+  if (r == 0)
+    (*devp)->created = created;
+  return r;
+}
+
+int
+dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
+                   bool *busy)
+{
+  uint64_t size;
+  int fd, r;
+
+  *busy = false;
+  if (dev_is_nbd_uri (path))
+    return dev_open_nbd (path, log, devp);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd == -1)
     {
-      free (f);
-      close (fd);
-      return ENOMEM;
+      r = errno;
+      hhc_log (log, HHC_LOG_ERROR, "%s: %s", path, strerror (r));
+      return r;
     }
-  f->dev.ops = &file_ops;
-  f->dev.size = size;
-  f->dev.created = created;
-  f->fd = fd;
-  f->direct = direct;
-  *devp = &f->dev;
-  return 0;
+  r = fd_size (fd, &size);
+  if (r)
+    {
+      hhc_log (log, HHC_LOG_ERROR, "%s: not a regular file or block device",
+               path);
+      close (fd);
+      return r;
+    }
+  /* A running gateway holds an exclusive lock: then a shared one
+   * cannot be had (the device is read anyway).
+   */
+  if (flock (fd, LOCK_SH | LOCK_NB) == -1)
+    *busy = true;
+  return new_file_dev (path, fd, size, false, &file_ro_ops, devp);
 }

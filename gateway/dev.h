@@ -46,6 +46,14 @@ void dev_discard (struct hhc_dev *d);
 int dev_open_file (const char *path, uint64_t create_size, bool direct,
                    hhc_log_fn log, struct hhc_dev **devp);
 
+/* Open a regular file or block device read-only, to inspect it:
+ * writes and syncs fail with EROFS.  It takes a shared flock if it can;
+ * *busy: it cannot (a gateway has the device open; it is read anyway).
+ * An NBD URI opens as dev_open_nbd does (*busy false).
+ */
+int dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
+                       bool *busy);
+
 /* An NBD URI (nbd://, nbd+unix://, nbds://...) through libnbd. */
 int dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp);
 /* The same, giving up the connection after timeout_ms (-1: never). */

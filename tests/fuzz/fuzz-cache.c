@@ -5,7 +5,8 @@
  * or a wrong cache= path can fill with anything.  cache_read_super,
  * cache_read_state and cache_load (gateway/cache.c) must refuse what
  * they cannot use and never crash, hang or read outside their
- * buffers, whatever the bytes.
+ * buffers, whatever the bytes.  (What is valid is decided by the
+ * codec, gateway/cache-format.c, which hhcctl check uses too.)
  *
  * What: the input (format in fuzz.h) is the device, checksums fixed
  * up as its flags say.  The backend is the one the superblock names
@@ -23,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "cache-format.h"
 #include "common.h"
 #include "fuzz.h"
 #include "hhc.h"
@@ -126,7 +127,7 @@ check_counts (const struct hhc_counts *c, const char *when)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  char identity[CACHE_IDENTITY_MAX + 1];
+  struct cache_super sb;
   struct hhc_dev *dev;
   struct hhc_volume *vol;
   struct hhc_counts before, after;
@@ -136,7 +137,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   unsigned flags;
   enum hhc_mode mode;
   bool started = false;
-  uint32_t idl;
 
   if (size < 1)
     return 0;
@@ -150,15 +150,15 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       = HHC_MIN ((size_t)FUZZ_CACHE_DEV, HHC_ROUND_UP (size - 1, CACHE_PAGE));
   fuzzdev_wrote (dev, fuzz_fix_cache (mem, loaded, flags));
 
-  /* The volume the superblock names (nbdkit's sizes fit in int64). */
-  idl = HHC_MIN (get32 (mem + 80), (uint32_t)CACHE_IDENTITY_MAX);
-  memcpy (identity, mem + 84, idl);
-  identity[idl] = '\0';
-  be.size = get64 (mem + 48);
+  /* The volume the superblock names (nbdkit's sizes fit in int64),
+   * whether or not the superblock is valid.
+   */
+  cache_super_decode (mem, &sb);
+  be.size = sb.volume_size;
   if (be.size > INT64_MAX)
     be.size = INT64_MAX;
 
-  if (open_volume (dev, mode, identity, &be, &vol) != 0)
+  if (open_volume (dev, mode, sb.identity, &be, &vol) != 0)
     goto out;
   hhc_get_counts (vol, &before);
   check_counts (&before, "after open");
@@ -188,7 +188,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
    * (but for pt without a start, which leaves the cache "in use": its
    * clean blocks are not trusted).
    */
-  if (open_volume (dev, mode, identity, &be, &vol) != 0)
+  if (open_volume (dev, mode, sb.identity, &be, &vol) != 0)
     {
       fprintf (stderr, "fuzz-cache: the closed cache does not load again\n");
       abort ();

@@ -36,7 +36,7 @@
 #define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
 #endif
 
-#include "cache.h"
+#include "cache-format.h"
 #include "common.h"
 #include "crc32c.h"
 #include "fuzz.h"
@@ -233,17 +233,6 @@ fuzz_log (enum hhc_log_level level, const char *msg)
 
 /* ---- cache ---- */
 
-#define PAGE_MAGIC 0x504d4848u  /* "HHMP", as in cache.c */
-#define STATE_MAGIC 0x54534848u /* "HHST" */
-
-/* A page whose crc32c is at crc_at, computed with that field zero. */
-static void
-fix_page (unsigned char *pg, size_t crc_at)
-{
-  put32 (pg + crc_at, 0);
-  put32 (pg + crc_at, crc32c (0, pg, CACHE_PAGE));
-}
-
 size_t
 fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
 {
@@ -252,17 +241,19 @@ fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
   if ((flags & FUZZ_CACHE_FIX_SUPER) && len >= CACHE_PAGE
       && memcmp (img, CACHE_MAGIC, 8) == 0)
     {
-      put32 (img + 4092, crc32c (0, img, 4092));
+      cache_super_seal (img);
       end = CACHE_PAGE;
     }
   for (size_t off = CACHE_PAGE; off + CACHE_PAGE <= len; off += CACHE_PAGE)
     {
       uint32_t magic = get32 (img + off);
       bool state = off <= 2 * CACHE_PAGE;
-      if ((state && magic == STATE_MAGIC && (flags & FUZZ_CACHE_FIX_STATE))
-          || (!state && magic == PAGE_MAGIC && (flags & FUZZ_CACHE_FIX_PAGES)))
+      if ((state && magic == CACHE_STATE_MAGIC
+           && (flags & FUZZ_CACHE_FIX_STATE))
+          || (!state && magic == CACHE_PAGE_MAGIC
+              && (flags & FUZZ_CACHE_FIX_PAGES)))
         {
-          fix_page (img + off, 24);
+          cache_page_seal (img + off);
           end = off + CACHE_PAGE;
         }
     }

@@ -195,10 +195,11 @@ cache_seeds (void)
       {
         unsigned char *p0 = img + c.meta_off + (size_t)copy * c.npages * 4096;
         unsigned char *p1 = p0 + 4096;
-        uint64_t e = 0;
-        for (unsigned i = 0; i < CACHE_EPP && e == 0; i++)
-          e = get64 (p0 + CACHE_PAGE_HDR + 8 * i);
-        put64 (p1 + CACHE_PAGE_HDR + 8 * 7, e);
+        uint64_t lba = 0;
+        unsigned st = 0;
+        for (unsigned i = 0; i < CACHE_EPP && st == 0; i++)
+          cache_page_get (p0, i, &lba, &st);
+        cache_page_set (p1, 7, lba, st);
       }
     fuzz_fix_cache (img, FUZZ_CACHE_DEV, fix);
     cache_seed ("dup-lba-512", fix, img);

@@ -402,6 +402,55 @@ test_page_seq_wrap (void **state)
   env_free (&e);
 }
 
+/* The codec (cache-format.c), which the gateway, hhcctl and the
+ * fuzzers share: a state page or metadata page copy with a sequence of
+ * CACHE_MAX_SEQ or more is invalid, one just below is valid, and what
+ * is encoded decodes the same.
+ */
+static void
+test_codec_max_seq (void **state)
+{
+  static const uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+  unsigned char pg[CACHE_PAGE];
+  struct cache_state_page sp = {
+    .state = CACHE_IN_USE_HHC,
+    .log_link = CACHE_LOG_PAIRED,
+    .linked_log = { 0xab },
+  }, out;
+  uint64_t lba;
+  unsigned st;
+
+  memcpy (sp.uuid8, uuid, 8);
+  for (int over = 0; over < 2; over++)
+    {
+      sp.seq = CACHE_MAX_SEQ - 1 + over;
+      cache_state_encode (&sp, pg);
+      assert_int_equal (cache_state_decode (pg, uuid, &out), !over);
+      cache_page_init (pg, 7, CACHE_MAX_SEQ - 1 + over, uuid);
+      cache_page_set (pg, 3, 12345, SLOT_DIRTY);
+      cache_page_seal (pg);
+      assert_int_equal (cache_page_check (pg, 7, uuid),
+                        over ? 0 : CACHE_MAX_SEQ - 1);
+    }
+  sp.seq = 5;
+  cache_state_encode (&sp, pg);
+  assert_true (cache_state_decode (pg, uuid, &out));
+  assert_int_equal (out.seq, 5);
+  assert_int_equal (out.state, CACHE_IN_USE_HHC);
+  assert_int_equal (out.log_link, CACHE_LOG_PAIRED);
+  assert_memory_equal (out.linked_log, sp.linked_log, 16);
+  pg[100] ^= 1; /* the crc covers the whole page */
+  assert_false (cache_state_decode (pg, uuid, &out));
+  cache_page_init (pg, 7, 9, uuid);
+  cache_page_set (pg, 3, 12345, SLOT_DIRTY);
+  cache_page_seal (pg);
+  assert_int_equal (cache_page_check (pg, 7, uuid), 9);
+  assert_int_equal (cache_page_check (pg, 8, uuid), 0); /* another page */
+  cache_page_get (pg, 3, &lba, &st);
+  assert_int_equal (lba, 12345);
+  assert_int_equal (st, SLOT_DIRTY);
+}
+
 static void
 test_bad_super_crc (void **state)
 {
@@ -1353,6 +1402,7 @@ main (void)
     cmocka_unit_test (test_torn_page),
     cmocka_unit_test (test_both_copies_corrupt),
     cmocka_unit_test (test_page_seq_wrap),
+    cmocka_unit_test (test_codec_max_seq),
     cmocka_unit_test (test_bad_super_crc),
     cmocka_unit_test (test_wrong_identity),
     cmocka_unit_test (test_wrong_size),

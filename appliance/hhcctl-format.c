@@ -1,0 +1,217 @@
+/* hhcctl format: make a cache device and log mirrors blank, so that
+ * the next gateway start formats them.  It refuses a cache with dirty
+ * blocks or a log with data to replay unless --force.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "hhcctl.h"
+
+/* What to format, and the devices once open. */
+struct format_job {
+  const char *cache;
+  const char *logs[HHC_MAX_LOGS];
+  bool force;
+  struct hhc_dev *cdev;
+  struct offline_logset ls;
+  bool cblank; /* the cache is blank already */
+};
+
+static void
+format_usage (FILE *f)
+{
+  fprintf (f, "usage: hhcctl format [--cache PATH] [--log PATH...] [--force]\n"
+              "Make the devices blank: the next gateway start formats "
+              "them.\n"
+              "Refuses a cache with dirty blocks or a log with data to "
+              "replay unless --force.\n"
+              "See hhcctl(8).\n");
+}
+
+/* Zero len bytes at 0 and sync. */
+static int
+zero_head (struct hhc_dev *dev, const char *path, size_t len)
+{
+  int r = offline_blank (dev, len);
+
+  if (r)
+    fprintf (stderr, "hhcctl: error: %s: writing: %s\n", path, strerror (r));
+  return r;
+}
+
+/* May the cache be made blank?  0 yes, 1 refused (said why). */
+static int
+format_check_cache (const char *path, struct hhc_dev *dev, bool force,
+                    bool *blank)
+{
+  struct offline_cache cc;
+  int r = offline_cache_read (dev, log_cb, &cc);
+
+  *blank = r == 0 && cc.blank;
+  if (r && !force)
+    {
+      fprintf (stderr,
+               "hhcctl: error: %s: cannot tell whether the cache holds dirty "
+               "blocks (%s): refusing to format it without --force\n",
+               path, r == EINVAL ? "corrupt" : strerror (r));
+      return 1;
+    }
+  if (r == 0 && !cc.blank && (cc.dirty || cc.bad_pages) && !force)
+    {
+      fprintf (stderr,
+               "hhcctl: error: %s holds %" PRIu64
+               " dirty blocks not yet written back to the backend%s: "
+               "refusing to format it without --force\n",
+               path, cc.dirty,
+               cc.bad_pages ? " (and unreadable metadata pages)" : "");
+      return 1;
+    }
+  if (r == 0 && !cc.blank && cc.dirty)
+    fprintf (stderr,
+             "hhcctl: warning: %s: discarding %" PRIu64
+             " dirty blocks (--force)\n",
+             path, cc.dirty);
+  return 0;
+}
+
+/* May the log be made blank?  0 yes, 1 refused (said why). */
+static int
+format_check_log (struct offline_logset *ls, bool force)
+{
+  uint64_t blocks = 0;
+  int r = logset_open (ls);
+
+  if (r == 0 && ls->log)
+    r = replay_count (ls->log, &blocks);
+  if (r && !force)
+    {
+      fprintf (stderr,
+               "hhcctl: error: %s: cannot tell whether the log holds data to "
+               "replay (%s): refusing to format it without --force\n",
+               ls->paths[0], strerror (r));
+      return 1;
+    }
+  if (blocks && !force)
+    {
+      fprintf (stderr,
+               "hhcctl: error: the log on %s holds %" PRIu64
+               " blocks not yet written back (a replay would write them to "
+               "the backend): refusing to format it without --force\n",
+               ls->paths[0], blocks);
+      return 1;
+    }
+  if (blocks)
+    fprintf (stderr,
+             "hhcctl: warning: the log on %s: discarding %" PRIu64
+             " blocks (--force)\n",
+             ls->paths[0], blocks);
+  offline_logset_close_log (ls);
+  return 0;
+}
+
+/* The command line into j; -1 to go on, else the exit status. */
+static int
+format_args (int argc, char **argv, struct format_job *j)
+{
+  static const struct option opts[] = {
+    { "cache", required_argument, NULL, 'c' },
+    { "log", required_argument, NULL, 'l' },
+    { "force", no_argument, NULL, 'f' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  while ((c = getopt_long (argc, argv, ":c:l:fh", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'c':
+        if (j->cache)
+          return usage_error ("--cache may be given once");
+        j->cache = optarg;
+        break;
+      case 'l':
+        if (add_log (j->logs, &j->ls.n, optarg))
+          return 2;
+        break;
+      case 'f':
+        j->force = true;
+        break;
+      case 'h':
+        format_usage (stdout);
+        return 0;
+      default:
+        return bad_option (c, argv);
+      }
+  if (optind != argc)
+    return usage_error ("unexpected argument '%s'", argv[optind]);
+  if (j->cache == NULL && j->ls.n == 0)
+    return usage_error ("give --cache PATH, --log PATH, or both");
+  return -1;
+}
+
+/* Open everything (locked: not while a gateway runs) and decide:
+ * 0 to go on, 1 refused.
+ */
+static int
+format_open (struct format_job *j)
+{
+  if (j->cache && offline_open (j->cache, log_cb, &j->cdev) != 0)
+    return 1;
+  for (unsigned i = 0; i < j->ls.n; i++)
+    if (offline_open (j->logs[i], log_cb, &j->ls.devs[i]) != 0)
+      return 1;
+  if (j->cdev && format_check_cache (j->cache, j->cdev, j->force, &j->cblank))
+    return 1;
+  if (j->ls.n && format_check_log (&j->ls, j->force))
+    return 1;
+  return 0;
+}
+
+/* Only then write: 0 done, 1 a write failed. */
+static int
+format_write (struct format_job *j)
+{
+  if (j->cdev)
+    {
+      if (j->cblank)
+        printf ("cache %s: already blank\n", j->cache);
+      else if (zero_head (j->cdev, j->cache, OFFLINE_CACHE_HEAD))
+        return 1;
+      else
+        printf ("cache %s: blank (the next start formats it)\n", j->cache);
+    }
+  for (unsigned i = 0; i < j->ls.n; i++)
+    {
+      if (j->ls.blank[i])
+        printf ("log %s: already blank\n", j->logs[i]);
+      else if (zero_head (j->ls.devs[i], j->logs[i], OFFLINE_LOG_HEAD))
+        return 1;
+      else
+        printf ("log %s: blank (the next start formats it)\n", j->logs[i]);
+    }
+  if (j->cdev && j->ls.n == 0)
+    printf ("note: a log paired with this cache is replayed into the backend "
+            "at the next start; format it too to discard its data\n");
+  return 0;
+}
+
+int
+cmd_format (int argc, char **argv)
+{
+  struct format_job j = { .ls.paths = j.logs };
+  int r = format_args (argc, argv, &j);
+
+  if (r >= 0)
+    return r;
+  r = format_open (&j);
+  if (r == 0)
+    r = format_write (&j);
+  offline_logset_close (&j.ls);
+  offline_close (j.cdev);
+  return r;
+}

@@ -1,0 +1,256 @@
+/* Offline access to the HDD log (offline.h): open a log's mirrors
+ * without writing, inspect them for hhcctl check, count or run a
+ * replay for hhcctl format and recover.
+ *
+ * Everything but the blank test goes through log.c (log_open with the
+ * caller's devices, log_inspect_*, log_replay); the inspection results
+ * are handed on in offline.h's own structs, so that hhcctl needs no
+ * log.h.
+ */
+#include <config.h>
+
+#include "common.h"
+#include "dev.h"
+#include "log.h"
+#include "offline.h"
+
+/* Does a device hold no log superblock (neither copy has the magic)?
+ * That is what the core calls blank.
+ */
+static int
+log_dev_blank (struct hhc_dev *dev, bool *blank)
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (8192);
+  int r;
+
+  if (sb == NULL)
+    return ENOMEM;
+  if (dev->size < 8192)
+    {
+      *blank = true;
+      return 0;
+    }
+  if ((r = dev_pread (dev, sb, 8192, 0)) != 0)
+    return r;
+  *blank = memcmp (sb, LOG_MAGIC, 8) != 0 && memcmp (sb + 4096, LOG_MAGIC, 8);
+  return 0;
+}
+
+int
+offline_logset_open (struct offline_logset *ls, hhc_log_fn log,
+                     unsigned *failed)
+{
+  static const uint8_t zero[16];
+  enum log_found found;
+  int r;
+
+  *failed = ls->n;
+  for (unsigned i = 0; i < ls->n; i++)
+    {
+      if ((r = log_dev_blank (ls->devs[i], &ls->blank[i])) != 0)
+        {
+          *failed = i;
+          return r;
+        }
+      ls->nblank += ls->blank[i];
+    }
+  if (ls->nblank == ls->n)
+    return 0;
+  struct log_conf lc = {
+    .paths = ls->paths,
+    .npaths = ls->n,
+    .block_size = 512,
+    .log = log,
+    .test_devs = ls->devs,
+  };
+  return log_open (&lc, zero, &ls->log, &found);
+}
+
+void
+offline_logset_close_log (struct offline_logset *ls)
+{
+  log_close (ls->log);
+  ls->log = NULL;
+}
+
+void
+offline_logset_close (struct offline_logset *ls)
+{
+  offline_logset_close_log (ls);
+  for (unsigned i = 0; i < ls->n; i++)
+    {
+      dev_close (ls->devs[i]);
+      ls->devs[i] = NULL;
+    }
+}
+
+int
+offline_log_open (const char *const *paths, unsigned n, hhc_log_fn log,
+                  struct hhc_log **logp)
+{
+  static const uint8_t zero[16];
+  enum log_found found;
+  struct log_conf lc = {
+    .paths = paths,
+    .npaths = n,
+    .block_size = 512,
+    .log = log,
+  };
+
+  return log_open (&lc, zero, logp, &found);
+}
+
+void
+offline_log_close (struct hhc_log *log)
+{
+  log_close (log);
+}
+
+void
+offline_log_info (struct hhc_log *log, struct offline_log_info *info)
+{
+  log_uuids (log, info->uuid, info->cache_uuid);
+  log_volume (log, &info->identity, &info->volume_size, &info->block_size);
+  log_inspect_geometry (log, &info->region, &info->head_off, &info->head_seq,
+                        &info->best);
+}
+
+static void
+take_seg (struct offline_seg *s, const struct log_seg_desc *d)
+{
+  s->seq = d->seq;
+  s->base = d->base;
+  s->off = d->off;
+  s->len = d->len;
+  s->crc = d->crc;
+  s->barrier = (d->flags & LOG_F_BARRIER) != 0;
+  s->wrap = (d->flags & LOG_F_WRAP) != 0;
+}
+
+int
+offline_log_chain (struct hhc_log *log, unsigned mirror,
+                   struct offline_chain *c)
+{
+  struct log_chain_desc d = { 0 };
+  int r;
+
+  memset (c, 0, sizeof *c);
+  if ((r = log_inspect_chain (log, mirror, &d)) != 0)
+    return r;
+  c->segs = calloc (d.n + 1, sizeof *c->segs);
+  if (c->segs == NULL)
+    {
+      free (d.segs);
+      return ENOMEM;
+    }
+  for (size_t k = 0; k < d.n; k++)
+    take_seg (&c->segs[k], &d.segs[k]);
+  c->n = d.n;
+  c->last_barrier = d.last_barrier;
+  c->end_seq = d.end_seq;
+  c->end_off = d.end_off;
+  free (d.segs);
+  return 0;
+}
+
+void
+offline_chain_free (struct offline_chain *c)
+{
+  free (c->segs);
+  c->segs = NULL;
+  c->n = 0;
+}
+
+int
+offline_log_segment (struct hhc_log *log, unsigned mirror, uint64_t off,
+                     struct offline_seg *d)
+{
+  struct log_seg_desc sd = { 0 };
+  int r = log_inspect_segment (log, mirror, off, &sd);
+
+  take_seg (d, &sd);
+  return r;
+}
+
+/* Mark the 4 KiB blocks of the region that the chain covers. */
+static void
+mark_chain (const struct offline_chain *c, uint64_t nb, uint8_t *seen)
+{
+  for (size_t k = 0; k < c->n; k++)
+    for (uint64_t b = c->segs[k].off / 4096;
+         b < (c->segs[k].off + c->segs[k].len) / 4096 && b < nb; b++)
+      seen[b / 8] |= 1 << (b % 8);
+}
+
+void
+offline_log_sweep (struct hhc_log *log, unsigned mirror,
+                   const struct offline_chain *c, uint64_t region,
+                   struct offline_orphans *o)
+{
+  uint64_t nb = region / 4096;
+  uint64_t base = c->n ? c->segs[c->n - 1].base : 0;
+  HHC_CLEANUP_FREE uint8_t *seen = calloc (nb / 8 + 1, 1);
+  struct offline_seg d;
+
+  memset (o, 0, sizeof *o);
+  if (seen == NULL)
+    {
+      o->error = ENOMEM;
+      return;
+    }
+  mark_chain (c, nb, seen);
+  for (uint64_t b = 0; b < nb; b++)
+    {
+      if (seen[b / 8] & (1 << (b % 8)))
+        continue;
+      int r = offline_log_segment (log, mirror, b * 4096, &d);
+      if (r == ENOENT)
+        continue;
+      if (r == EILSEQ)
+        {
+          o->damaged += d.seq > c->end_seq && d.base >= base && !d.wrap;
+          continue;
+        }
+      if (r)
+        {
+          o->error = r;
+          return;
+        }
+      if (!d.wrap && d.seq >= c->end_seq && d.base >= base)
+        {
+          if (o->n++ == 0 || d.seq < o->first)
+            o->first = d.seq;
+          o->last = HHC_MAX (o->last, d.seq);
+          if (d.barrier)
+            {
+              o->barriers++;
+              o->last_barrier = HHC_MAX (o->last_barrier, d.seq);
+            }
+        }
+      b += d.len / 4096 - 1; /* the rest of it */
+    }
+}
+
+int
+offline_log_replay (struct hhc_log *log,
+                    int (*write) (void *opaque, const void *buf, uint64_t lba),
+                    void (*progress) (void *opaque, uint64_t done,
+                                      uint64_t total),
+                    void *opaque)
+{
+  return log_replay (log, write, progress, opaque);
+}
+
+static int
+count_block (void *opaque, const void *buf, uint64_t lba)
+{
+  (*(uint64_t *)opaque)++;
+  return 0;
+}
+
+int
+offline_log_count (struct hhc_log *log, uint64_t *n)
+{
+  *n = 0;
+  return log_replay (log, count_block, NULL, n);
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# hhcctl check trusts a cache metadata page exactly when the gateway
+# does: both decide through the codec (gateway/cache-format.c), whose
+# page check refuses a commit sequence of 2^62 or more (CACHE_MAX_SEQ,
+# found by fuzz-cache).  hhcctl once checked pages with a copy of its
+# own that lacked that limit.
+#
+#   one copy   After a clean stop in wb with dirty blocks, the older
+#              copy of metadata page 0 becomes an all-free page with
+#              sequence 2^62 and a right crc.  The gateway ignores it
+#              and loads the newer copy; check counts the same dirty
+#              blocks as the gateway loads (a check that trusted the
+#              2^62 copy counted none) and is healthy.
+#   both       Both copies get sequence 2^62: the gateway
+#              refuses to start (page 0 corrupt in both copies), and
+#              check exits 1 saying the gateway refuses the cache.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh qemu-io python3
+hhc=$(filter)
+hhcctl=${abs_top_builddir:?}/appliance/hhcctl
+[ -x "$hhcctl" ] || fail "$hhcctl: not built"
+make_tmpdir
+d=$tmp
+
+truncate -s 16M "$d/backend.img"
+gw=(--filter="$hhc" file "$d/backend.img" cache="$d/cache.img"
+    cache-size=16M mode=wb dirty-low=90 dirty-high=95
+    backend-id=hhcctl-maxseq-test stats="$d/stats.json")
+
+start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
+qemu_io_u "$d/sock" -c 'write -P 0xa1 0 256k' -c flush >/dev/null
+stop_nbdkit "$d/pid"
+
+# forge_py CACHE WHICH: give the older copy of metadata page 0 (WHICH
+# older: and no entries, all free) or both copies (both: the newer
+# one's entries) the sequence 2^62 and a right crc32c.
+forge_py='
+import struct, sys
+path, which = sys.argv[1], sys.argv[2]
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+def valid_seq(pg):
+    magic, p, seq = struct.unpack_from("<IIQ", pg, 0)
+    crc = struct.unpack_from("<I", pg, 24)[0]
+    z = pg[:24] + b"\0\0\0\0" + pg[28:]
+    return seq if magic == 0x504D4848 and p == 0 and crc32c(z) == crc else 0
+with open(path, "r+b") as f:
+    sb = f.read(4096)
+    npages, meta_off = struct.unpack_from("<IQ", sb, 60)
+    offs = [meta_off, meta_off + npages * 4096]
+    pgs = []
+    for o in offs:
+        f.seek(o)
+        pgs.append(bytearray(f.read(4096)))
+    seqs = [valid_seq(p) for p in pgs]
+    newer = 0 if seqs[0] >= seqs[1] else 1
+    if seqs[newer] == 0 or seqs[newer] >= 1 << 62:
+        sys.exit("no valid newer copy of page 0: %r" % seqs)
+    pg = bytearray(pgs[newer])
+    if which == "older":
+        pg[32:] = bytes(4096 - 32)
+    struct.pack_into("<Q", pg, 8, 1 << 62)
+    struct.pack_into("<I", pg, 24, 0)
+    struct.pack_into("<I", pg, 24, crc32c(bytes(pg)))
+    for i in ([1 - newer] if which == "older" else [0, 1]):
+        f.seek(offs[i])
+        f.write(pg)
+'
+
+# --- one copy: the gateway and check both use the other -----------------
+
+python3 -c "$forge_py" "$d/cache.img" older || fail "could not forge page 0"
+st=0
+"$hhcctl" check --cache "$d/cache.img" >"$d/check.out" 2>&1 || st=$?
+cat "$d/check.out"
+[ "$st" -eq 0 ] || fail "check with a 2^62 older copy: exit $st, not 0"
+checked=$(sed -n 's/.*metadata pages: \([0-9]*\) dirty.*/\1/p' "$d/check.out")
+
+rm -f -- "$d/stats.json"
+start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
+poll_until 30 test -s "$d/stats.json" || fail "no stats file"
+loaded=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["dirty"])' \
+  "$d/stats.json")
+stop_nbdkit "$d/pid"
+echo "check counted ${checked:-?} dirty blocks, the gateway loaded $loaded"
+[ "$loaded" -gt 0 ] || fail "the gateway loaded no dirty blocks"
+[ "${checked:-x}" = "$loaded" ] ||
+  fail "check counted ${checked:-no} dirty blocks, the gateway loaded $loaded"
+
+# --- both copies: the gateway refuses, so does check --------------------
+
+python3 -c "$forge_py" "$d/cache.img" both || fail "could not forge page 0"
+st=0
+timeout 60 nbdkit -f -U "$d/rsock" "${gw[@]}" </dev/null >/dev/null \
+  2>"$d/refused.err" || st=$?
+cat "$d/refused.err"
+if [ "$st" -eq 0 ] || [ "$st" -eq 124 ] ||
+   ! grep -q 'metadata page 0 is corrupt in both copies' "$d/refused.err"; then
+  fail "the gateway did not refuse page 0 with 2^62 in both copies ($st)"
+fi
+st=0
+"$hhcctl" check --cache "$d/cache.img" >"$d/check.out" 2>&1 || st=$?
+cat "$d/check.out"
+[ "$st" -eq 1 ] || fail "check with 2^62 in both copies: exit $st, not 1"
+grep -q '^error: cache .*: 1 metadata pages have no valid copy (the first is page 0): the gateway refuses to load the cache' \
+  "$d/check.out" || fail "check does not say that the gateway refuses page 0"
+echo ok
