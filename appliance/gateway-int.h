@@ -1,6 +1,7 @@
 /* hhc-gateway's internals, shared by its files:
  *
  *   gateway.c            main, the run directory, the signal loop
+ *   gateway-state.c      the shared state below, messages, clock, paths
  *   gateway-supervise.c  the children: start, reap, restart, stop
  *   gateway-spawn.c      nbdkit command lines (secrets through pipes)
  *   gateway-reload.c     SIGHUP: apply a new configuration

@@ -57,10 +57,6 @@
 #include "httpd.h"
 #endif
 
-struct gw_config cfg;
-const char *cfg_path;
-uint64_t start_ms;
-
 static void
 usage (FILE *f)
 {

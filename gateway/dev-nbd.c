@@ -231,3 +231,13 @@ dev_open_path (const char *path, uint64_t create_size, bool direct,
     return dev_open_nbd (path, log, devp);
   return dev_open_file (path, create_size, direct, log, devp);
 }
+
+int
+dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
+                   bool *busy)
+{
+  *busy = false;
+  if (dev_is_nbd_uri (path))
+    return dev_open_nbd (path, log, devp);
+  return dev_open_file_readonly (path, log, devp, busy);
+}

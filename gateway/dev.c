@@ -5,7 +5,7 @@
  * descriptor keeps a second gateway off the device; the lock lives as
  * long as the open file description, also across nbdkit's fork.
  *
- * dev_open_readonly opens O_RDONLY with a shared flock (hhcctl check
+ * dev_open_file_readonly opens O_RDONLY with a shared flock (hhcctl check
  * reads a device while a gateway may hold it): writes and syncs fail
  * with EROFS.
  *
@@ -163,7 +163,7 @@ static const struct hhc_dev_ops file_ops = {
   .close = file_close,
 };
 
-/* Read-only (dev_open_readonly): nothing can change a byte. */
+/* Read-only (dev_open_file_readonly): nothing can change a byte. */
 static int
 ro_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 {
@@ -299,15 +299,13 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
 }
 
 int
-dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
-                   bool *busy)
+dev_open_file_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
+                        bool *busy)
 {
   uint64_t size;
   int fd, r;
 
   *busy = false;
-  if (dev_is_nbd_uri (path))
-    return dev_open_nbd (path, log, devp);
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd == -1)
     {

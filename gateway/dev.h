@@ -49,7 +49,11 @@ int dev_open_file (const char *path, uint64_t create_size, bool direct,
 /* Open a regular file or block device read-only, to inspect it:
  * writes and syncs fail with EROFS.  It takes a shared flock if it can;
  * *busy: it cannot (a gateway has the device open; it is read anyway).
- * An NBD URI opens as dev_open_nbd does (*busy false).
+ */
+int dev_open_file_readonly (const char *path, hhc_log_fn log,
+                            struct hhc_dev **devp, bool *busy);
+/* The same for a path or an NBD URI (dev-nbd.c; an NBD URI opens as
+ * dev_open_nbd does, *busy false).
  */
 int dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
                        bool *busy);
