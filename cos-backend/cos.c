@@ -39,9 +39,10 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "common.h" /* hhc_make_uuid, shared with the core */
+#include "lock.h"
 #include "objcache.h"
 #include "s3.h"
+#include "uuid.h"
 #include "volume.h" /* VOLUME_FORMAT, MIN/MAX_OBJECT_SIZE, the parse */
 #include "wbuf.h"
 
@@ -470,8 +471,8 @@ make_uuid (char *out)
 {
   uint8_t u[16];
 
-  hhc_make_uuid (u);
-  hhc_uuid_str (u, out);
+  hhc_uuid_generate (u);
+  hhc_uuid_format (u, out);
 }
 
 static int
@@ -885,7 +886,7 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
   /* Into a dirty copy: no room needed.  Else wait for room with no
    * lock held, and look again.
    */
-  pthread_mutex_lock (lock);
+  hhc_lock (lock);
   if (wbuf_patch (wb, idx, off, n, buf))
     {
       r = 0;
@@ -910,14 +911,14 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
       free (obj);
       obj = NULL;
     }
-  pthread_mutex_unlock (lock);
+  hhc_unlock (lock);
   if (wbuf_reserve (wb) == -1)
     {
       nbdkit_error ("cos: write-back: no dirty object can be stored "
                     "(errors above)");
       return -1;
     }
-  pthread_mutex_lock (lock);
+  hhc_lock (lock);
   if (wbuf_patch (wb, idx, off, n, buf))
     {
       wbuf_unreserve (wb);
@@ -957,7 +958,7 @@ buffer_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf,
   else
     r = store_object (idx, obj); /* out of memory or threads: write through */
 out:
-  pthread_mutex_unlock (lock);
+  hhc_unlock (lock);
   free (obj);
   if (r == 0 && fua)
     r = sync_objects (idx, idx, "FUA write");
@@ -974,7 +975,7 @@ write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf, bool fua)
 
   if (wb)
     return buffer_object (idx, off, n, buf, fua);
-  pthread_mutex_lock (lock);
+  hhc_lock (lock);
   if (off == 0 && n == object_size && buf)
     {
       r = store_object (idx, buf);
@@ -1009,7 +1010,7 @@ write_object (uint64_t idx, uint32_t off, uint32_t n, const void *buf, bool fua)
     }
   r = store_object (idx, obj);
 out:
-  pthread_mutex_unlock (lock);
+  hhc_unlock (lock);
   free (obj);
   return r;
 }
@@ -1027,14 +1028,14 @@ read_ahead (uint64_t idx)
   if (objcache_has (cache, idx) || (wb && wbuf_has (wb, idx))
       || (obj = malloc (object_size)) == NULL)
     return;
-  pthread_mutex_lock (lock);
+  hhc_lock (lock);
   if (!objcache_has (cache, idx) && !(wb && wbuf_has (wb, idx))
       && read_object (idx, 0, object_size, obj) == 0)
     {
       objcache_put (cache, idx, obj);
       __atomic_fetch_add (&ra_fetched, 1, __ATOMIC_RELAXED);
     }
-  pthread_mutex_unlock (lock);
+  hhc_unlock (lock);
   free (obj);
 }
 
@@ -1067,10 +1068,10 @@ span_worker (void *p)
       char *b;
       int r;
 
-      pthread_mutex_lock (&sp->lock);
+      hhc_lock (&sp->lock);
       idx = sp->next++;
       r = sp->err;
-      pthread_mutex_unlock (&sp->lock);
+      hhc_unlock (&sp->lock);
       if (idx > sp->last && idx <= sp->ra_last && r == 0)
         {
           read_ahead (idx);
@@ -1089,10 +1090,10 @@ span_worker (void *p)
                     : read_object (idx, off, n, b);
       if (r == -1)
         {
-          pthread_mutex_lock (&sp->lock);
+          hhc_lock (&sp->lock);
           if (sp->err == 0)
             sp->err = errno ? errno : EIO;
-          pthread_mutex_unlock (&sp->lock);
+          hhc_unlock (&sp->lock);
         }
     }
 }

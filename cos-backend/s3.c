@@ -36,6 +36,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "lock.h"
 #include "s3.h"
 #include "sigv4.h"
 
@@ -80,14 +81,14 @@ static void
 share_lock (CURL *h, curl_lock_data data, curl_lock_access access, void *p)
 {
   struct s3 *s3 = p;
-  pthread_mutex_lock (&s3->share_locks[data]);
+  hhc_lock (&s3->share_locks[data]);
 }
 
 static void
 share_unlock (CURL *h, curl_lock_data data, void *p)
 {
   struct s3 *s3 = p;
-  pthread_mutex_unlock (&s3->share_locks[data]);
+  hhc_unlock (&s3->share_locks[data]);
 }
 
 static void
@@ -292,27 +293,27 @@ s3_errno (long status, const char *code)
 static struct conn *
 get_conn (struct s3 *s3)
 {
-  pthread_mutex_lock (&s3->lock);
+  hhc_lock (&s3->lock);
   for (;;)
     {
       for (unsigned i = 0; i < s3->nconns; i++)
         if (!s3->conns[i].busy)
           {
             s3->conns[i].busy = true;
-            pthread_mutex_unlock (&s3->lock);
+            hhc_unlock (&s3->lock);
             return &s3->conns[i];
           }
-      pthread_cond_wait (&s3->cond, &s3->lock);
+      hhc_cond_wait (&s3->cond, &s3->lock);
     }
 }
 
 static void
 put_conn (struct s3 *s3, struct conn *c)
 {
-  pthread_mutex_lock (&s3->lock);
+  hhc_lock (&s3->lock);
   c->busy = false;
   pthread_cond_signal (&s3->cond);
-  pthread_mutex_unlock (&s3->lock);
+  hhc_unlock (&s3->lock);
 }
 
 /* One attempt's state, seen by curl's callbacks. */
@@ -467,9 +468,9 @@ backoff (struct s3 *s3, unsigned attempt)
     d *= 2;
   if (d > s3->backoff_max_ms)
     d = s3->backoff_max_ms;
-  pthread_mutex_lock (&s3->rng_lock);
+  hhc_lock (&s3->rng_lock);
   r = rand_r (&s3->rng);
-  pthread_mutex_unlock (&s3->rng_lock);
+  hhc_unlock (&s3->rng_lock);
   d = d / 2 + (d - d / 2) * (r % 1000) / 1000;
   ts.tv_sec = d / 1000;
   ts.tv_nsec = (d % 1000) * 1000000;

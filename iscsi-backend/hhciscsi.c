@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@
 #include <nbdkit-plugin.h>
 
 #include "cleanup.h"
+#include "lock.h"
+#include "parse.h"
 #include "pool.h"
 
 #define DEFAULT_INITIATOR "iqn.2026-01.org.hhc-gateway:initiator"
@@ -92,16 +95,31 @@ set_string (char **dst, const char *key, const char *value, size_t len)
   return 0;
 }
 
+/* KEY=VALUE as a whole number (common/parse.h) into *OUT. */
+static int
+parse_number (const char *key, const char *value, unsigned *out)
+{
+  const char *why = hhc_parse_unsigned (value, NULL, out);
+
+  if (why == NULL)
+    return 0;
+  nbdkit_error ("%s: could not parse number \"%s\": %s", key, value, why);
+  return -1;
+}
+
 static int
 parse_lun (const char *s)
 {
-  if (nbdkit_parse_int ("lun", s, &conf.lun) == -1)
+  unsigned v;
+
+  if (parse_number ("lun", s, &v) == -1)
     return -1;
-  if (conf.lun < 0 || conf.lun > 16383)
+  if (v > 16383)
     {
-      nbdkit_error ("lun: %d is out of range (0 to 16383)", conf.lun);
+      nbdkit_error ("lun: %u is out of range (0 to 16383)", v);
       return -1;
     }
+  conf.lun = v;
   return 0;
 }
 
@@ -167,7 +185,7 @@ hhciscsi_config (const char *key, const char *value)
     }
   else if (strcmp (key, "sessions") == 0)
     {
-      if (nbdkit_parse_unsigned (key, value, &conf.sessions) == -1)
+      if (parse_number (key, value, &conf.sessions) == -1)
         return -1;
       if (conf.sessions < 1 || conf.sessions > 64)
         {
@@ -178,13 +196,15 @@ hhciscsi_config (const char *key, const char *value)
     }
   else if (strcmp (key, "timeout") == 0)
     {
-      if (nbdkit_parse_int (key, value, &conf.timeout) == -1)
+      unsigned v;
+      if (parse_number (key, value, &v) == -1)
         return -1;
-      if (conf.timeout < 0)
+      if (v > INT_MAX)
         {
           nbdkit_error ("timeout: must be 0 (none) or a number of seconds");
           return -1;
         }
+      conf.timeout = v;
       return 0;
     }
   nbdkit_error ("unknown parameter '%s'", key);
@@ -390,13 +410,13 @@ write_blocks (uint64_t lba, uint64_t blocks, const unsigned char *buf, bool fua)
 static int
 rmw_block (uint64_t lba, uint32_t in, uint32_t len, const void *buf, bool fua)
 {
-  ISCSI_CLEANUP_FREE unsigned char *blk = malloc (lun.bs);
+  HHC_CLEANUP_FREE unsigned char *blk = malloc (lun.bs);
   if (blk == NULL)
     {
       nbdkit_error ("malloc: %m");
       return -1;
     }
-  ISCSI_SCOPED_LOCK (&rmw_locks[lba % RMW_LOCKS]);
+  HHC_SCOPED_LOCK (&rmw_locks[lba % RMW_LOCKS]);
   if (read_blocks (lba, 1, blk) == -1)
     return -1;
   if (buf)
@@ -411,7 +431,7 @@ static int
 write_bytes (const unsigned char *buf, uint64_t count, uint64_t offset,
              bool fua)
 {
-  ISCSI_CLEANUP_FREE unsigned char *zeroes = NULL;
+  HHC_CLEANUP_FREE unsigned char *zeroes = NULL;
   while (count > 0)
     {
       uint64_t lba = offset / lun.bs;
@@ -686,7 +706,7 @@ hhciscsi_pread (void *h, void *buf, uint32_t count, uint64_t offset,
 {
   uint64_t first = offset / lun.bs;
   uint64_t end = (offset + count + lun.bs - 1) / lun.bs;
-  ISCSI_CLEANUP_FREE unsigned char *bounce = NULL;
+  HHC_CLEANUP_FREE unsigned char *bounce = NULL;
 
   if (offset % lun.bs == 0 && count % lun.bs == 0)
     return read_blocks (first, count / lun.bs, buf);
@@ -733,7 +753,7 @@ hhciscsi_flush (void *h, uint32_t flags)
 static int
 write_same_zero (uint64_t lba, uint64_t blocks, bool may_unmap)
 {
-  ISCSI_CLEANUP_FREE unsigned char *zero = calloc (1, lun.bs);
+  HHC_CLEANUP_FREE unsigned char *zero = calloc (1, lun.bs);
   uint64_t per = lun.max_ws ? lun.max_ws : 65536;
   if (zero == NULL)
     {

@@ -107,7 +107,7 @@
 
 #include <nbdkit-plugin.h>
 
-#include "cleanup.h"
+#include "lock.h"
 #include "pool.h"
 #include "sense.h"
 
@@ -197,11 +197,11 @@ static struct {
 static void
 lu_begin (struct request *r)
 {
-  ISCSI_SCOPED_LOCK (&lu.lock);
+  HHC_SCOPED_LOCK (&lu.lock);
   if (r->kind == POOL_WRITE)
     {
       while (lu.draining)
-        pthread_cond_wait (&lu.gate, &lu.lock);
+        hhc_cond_wait (&lu.gate, &lu.lock);
       lu.inflight++;
     }
   else if (r->kind == POOL_SYNC)
@@ -217,7 +217,7 @@ lu_end (struct request *r, bool executed, bool good)
   if (r->ended)
     return;
   r->ended = true;
-  ISCSI_SCOPED_LOCK (&lu.lock);
+  HHC_SCOPED_LOCK (&lu.lock);
   if (r->kind == POOL_WRITE)
     {
       lu.inflight--;
@@ -240,7 +240,7 @@ lu_reset_seen (const struct scsi_task *t)
   char d[160];
 
   sense_describe (t, d, sizeof d);
-  ISCSI_SCOPED_LOCK (&lu.lock);
+  HHC_SCOPED_LOCK (&lu.lock);
   if (lu.lost)
     return false;
   if (lu.inflight == 0 && lu.written <= lu.synced)
@@ -262,7 +262,7 @@ lu_reset_seen (const struct scsi_task *t)
 bool
 pool_writes_lost (void)
 {
-  ISCSI_SCOPED_LOCK (&lu.lock);
+  HHC_SCOPED_LOCK (&lu.lock);
   return lu.lost;
 }
 
@@ -323,7 +323,7 @@ session_login (bool loud)
 static void
 session_set_up (struct session *s, bool up)
 {
-  ISCSI_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&pool.lock);
   s->up = up;
 }
 
@@ -379,7 +379,7 @@ session_ensure (struct session *s, char *msg, size_t len)
   s->gen++;
   session_set_up (s, true);
   {
-    ISCSI_SCOPED_LOCK (&pool.lock);
+    HHC_SCOPED_LOCK (&pool.lock);
     pool.reconnects++;
   }
   return 0;
@@ -494,7 +494,7 @@ session_unlock (struct session *s)
     }
   w = s->wakeups;
   s->wakeups = NULL;
-  iscsi_lock_check (pthread_mutex_unlock (&s->lock), "pthread_mutex_unlock");
+  hhc_unlock (&s->lock);
   for (; w; w = next)
     {
       next = w->wnext; /* W may be gone once posted */
@@ -506,7 +506,7 @@ session_unlock (struct session *s)
 static void
 session_submit (struct session *s, struct request *r)
 {
-  iscsi_lock (&s->lock);
+  hhc_lock (&s->lock);
   session_issue (s, r);
   session_send (s);
 }
@@ -531,7 +531,7 @@ session_poll (struct session *s, int timeout)
     session_unlock (s);
   r = poll (pfd, 2, timeout);
   if (timeout > 0)
-    iscsi_lock (&s->lock);
+    hhc_lock (&s->lock);
   if (r == -1)
     {
       if (errno != EINTR)
@@ -554,7 +554,7 @@ session_poll (struct session *s, int timeout)
 static bool
 ticker_sleep (struct session *s)
 {
-  ISCSI_SCOPED_LOCK (&s->tick_lock);
+  HHC_SCOPED_LOCK (&s->tick_lock);
   struct timespec ts;
 
   if (s->stop)
@@ -586,7 +586,7 @@ ticker_thread (void *p)
 
   while (!ticker_sleep (s))
     {
-      iscsi_lock (&s->lock);
+      hhc_lock (&s->lock);
       if (s->ctx == NULL)
         {
           if (skip > 0)
@@ -664,7 +664,7 @@ pool_start (const struct pool_conf *conf)
       if (ctx == NULL)
         return -1;
       {
-        ISCSI_SCOPED_LOCK (&s->lock);
+        HHC_SCOPED_LOCK (&s->lock);
         s->ctx = ctx;
         session_set_up (s, true);
       }
@@ -685,7 +685,7 @@ pool_stop (void)
       if (s->thread_started)
         {
           {
-            ISCSI_SCOPED_LOCK (&s->tick_lock);
+            HHC_SCOPED_LOCK (&s->tick_lock);
             s->stop = true;
             pthread_cond_signal (&s->tick);
           }
@@ -716,7 +716,7 @@ pool_stop (void)
 static struct session *
 pool_take (void)
 {
-  ISCSI_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&pool.lock);
   struct session *best = NULL;
   bool best_up = false;
   unsigned i;
@@ -739,14 +739,14 @@ pool_take (void)
 static void
 pool_give_back (struct session *s)
 {
-  ISCSI_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&pool.lock);
   s->users--;
 }
 
 unsigned
 pool_reconnects (void)
 {
-  ISCSI_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&pool.lock);
   return pool.reconnects;
 }
 
@@ -804,7 +804,7 @@ request_wait (struct session *s, struct request *r)
               && (r->status == SCSI_STATUS_GOOD
                   || r->status == SCSI_STATUS_CONDITION_MET))
             return false;
-          iscsi_lock (&s->lock);
+          hhc_lock (&s->lock);
           locked = true;
         }
       if (r->done)
@@ -895,7 +895,7 @@ issue_tur (struct iscsi_context *ctx, int lun, void *arg, iscsi_command_cb cb,
 static bool
 session_take_if_up (struct session *s)
 {
-  ISCSI_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&pool.lock);
   if (!s->up)
     return false;
   s->users++;
@@ -937,7 +937,7 @@ lu_drain (struct session *except)
           break;
       pool_give_back (s);
     }
-  ISCSI_SCOPED_LOCK (&lu.lock);
+  HHC_SCOPED_LOCK (&lu.lock);
   lu.draining = false;
   pthread_cond_broadcast (&lu.gate);
 }
