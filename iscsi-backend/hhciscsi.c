@@ -95,16 +95,22 @@ set_string (char **dst, const char *key, const char *value, size_t len)
   return 0;
 }
 
-/* KEY=VALUE as a whole number (common/parse.h) into *OUT. */
+/* KEY=VALUE as a whole number from LO to HI (common/parse.h) into
+ * *OUT, or one error line saying what it MUST be.
+ */
 static int
-parse_number (const char *key, const char *value, unsigned *out)
+parse_number (const char *key, const char *value, unsigned lo, unsigned hi,
+              const char *must, unsigned *out)
 {
-  const char *why = hhc_parse_unsigned (value, NULL, out);
+  unsigned v;
 
-  if (why == NULL)
-    return 0;
-  nbdkit_error ("%s: could not parse number \"%s\": %s", key, value, why);
-  return -1;
+  if (hhc_parse_unsigned (value, NULL, &v) != NULL || v < lo || v > hi)
+    {
+      nbdkit_error ("%s: must be %s", key, must);
+      return -1;
+    }
+  *out = v;
+  return 0;
 }
 
 static int
@@ -112,13 +118,8 @@ parse_lun (const char *s)
 {
   unsigned v;
 
-  if (parse_number ("lun", s, &v) == -1)
+  if (parse_number ("lun", s, 0, 16383, "a number from 0 to 16383", &v) == -1)
     return -1;
-  if (v > 16383)
-    {
-      nbdkit_error ("lun: %u is out of range (0 to 16383)", v);
-      return -1;
-    }
   conf.lun = v;
   return 0;
 }
@@ -184,26 +185,14 @@ hhciscsi_config (const char *key, const char *value)
       return nbdkit_read_password (value, &conf.password);
     }
   else if (strcmp (key, "sessions") == 0)
-    {
-      if (parse_number (key, value, &conf.sessions) == -1)
-        return -1;
-      if (conf.sessions < 1 || conf.sessions > 64)
-        {
-          nbdkit_error ("sessions: must be between 1 and 64");
-          return -1;
-        }
-      return 0;
-    }
+    return parse_number (key, value, 1, 64, "between 1 and 64", &conf.sessions);
   else if (strcmp (key, "timeout") == 0)
     {
       unsigned v;
-      if (parse_number (key, value, &v) == -1)
+      if (parse_number (key, value, 0, INT_MAX,
+                        "0 (none) or a number of seconds", &v)
+          == -1)
         return -1;
-      if (v > INT_MAX)
-        {
-          nbdkit_error ("timeout: must be 0 (none) or a number of seconds");
-          return -1;
-        }
       conf.timeout = v;
       return 0;
     }
