@@ -1,8 +1,10 @@
 /* nbdkit-hhciscsi-plugin: one iSCSI LUN, reached with libiscsi.
  *
  * Files: hhciscsi.c (parameters, geometry, the nbdkit callbacks),
- * pool.c (sessions, reconnect and retry, and what a reset of the LU
- * may have lost), sense.c (status and sense data -> action and errno).
+ * pool.c (choosing a session, reconnect and retry), session.c (one
+ * session: login, issuing, reading the replies), lu.c (what a reset of
+ * the LU may have lost), sense.c (status and sense data -> action and
+ * errno).
  *
  * Geometry and capabilities are read once, in .after_fork, after the
  * pool has logged in (nbdkit forks before that; a failure there stops
@@ -458,7 +460,7 @@ write_bytes (const unsigned char *buf, uint64_t count, uint64_t offset,
 }
 
 /* SYNCHRONIZE CACHE(16) of BLOCKS blocks at LBA (0, 0: the whole LU,
- * which covers every write so far; see pool.c).
+ * which covers every write so far; see lu.c).
  */
 static int
 sync_cache (uint64_t lba, uint64_t blocks)
