@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lock.h"
 #include "objcache.h"
 
 struct entry {
@@ -151,7 +152,7 @@ objcache_read (struct objcache *c, uint64_t idx, uint32_t off, uint32_t n,
 
   if (c == NULL)
     return false;
-  pthread_mutex_lock (&c->lock);
+  hhc_lock (&c->lock);
   e = find (c, idx);
   if (e)
     {
@@ -162,7 +163,7 @@ objcache_read (struct objcache *c, uint64_t idx, uint32_t off, uint32_t n,
     }
   else
     c->misses++;
-  pthread_mutex_unlock (&c->lock);
+  hhc_unlock (&c->lock);
   return e != NULL;
 }
 
@@ -173,9 +174,9 @@ objcache_has (struct objcache *c, uint64_t idx)
 
   if (c == NULL)
     return false;
-  pthread_mutex_lock (&c->lock);
+  hhc_lock (&c->lock);
   r = find (c, idx) != NULL;
-  pthread_mutex_unlock (&c->lock);
+  hhc_unlock (&c->lock);
   return r;
 }
 
@@ -186,7 +187,7 @@ objcache_put (struct objcache *c, uint64_t idx, const void *data)
 
   if (c == NULL)
     return;
-  pthread_mutex_lock (&c->lock);
+  hhc_lock (&c->lock);
   e = find (c, idx);
   if (e)
     lru_unlink (c, e);
@@ -206,7 +207,7 @@ objcache_put (struct objcache *c, uint64_t idx, const void *data)
           if (e == NULL || e->data == NULL)
             {
               free (e);
-              pthread_mutex_unlock (&c->lock);
+              hhc_unlock (&c->lock);
               return; /* not caching is always correct */
             }
         }
@@ -217,7 +218,7 @@ objcache_put (struct objcache *c, uint64_t idx, const void *data)
     }
   memcpy (e->data, data, c->object_size);
   lru_push (c, e);
-  pthread_mutex_unlock (&c->lock);
+  hhc_unlock (&c->lock);
 }
 
 void
@@ -227,7 +228,7 @@ objcache_drop (struct objcache *c, uint64_t idx)
 
   if (c == NULL)
     return;
-  pthread_mutex_lock (&c->lock);
+  hhc_lock (&c->lock);
   e = find (c, idx);
   if (e)
     {
@@ -235,7 +236,7 @@ objcache_drop (struct objcache *c, uint64_t idx)
       free (e->data);
       free (e);
     }
-  pthread_mutex_unlock (&c->lock);
+  hhc_unlock (&c->lock);
 }
 
 void
@@ -244,8 +245,8 @@ objcache_stats (struct objcache *c, uint64_t *hits, uint64_t *misses)
   *hits = *misses = 0;
   if (c == NULL)
     return;
-  pthread_mutex_lock (&c->lock);
+  hhc_lock (&c->lock);
   *hits = c->hits;
   *misses = c->misses;
-  pthread_mutex_unlock (&c->lock);
+  hhc_unlock (&c->lock);
 }

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lock.h"
 #include "wbuf.h"
 
 enum state { QUEUED, INFLIGHT, FAILED };
@@ -127,10 +128,10 @@ wbuf_free (struct wbuf *w)
 
   if (w == NULL)
     return;
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   w->stop = true;
   pthread_cond_broadcast (&w->work);
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   for (unsigned i = 0; i < w->started; i++)
     pthread_join (w->thr[i].tid, NULL);
   for (e = w->all; e; e = next)
@@ -216,7 +217,7 @@ worker (void *p)
   struct wbuf *w = t->w;
   char *snap = t->snap;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   for (;;)
     {
       struct entry *e;
@@ -225,7 +226,7 @@ worker (void *p)
       int r;
 
       while (!w->stop && w->qhead == NULL)
-        pthread_cond_wait (&w->work, &w->m);
+        hhc_cond_wait (&w->work, &w->m);
       if (w->qhead == NULL)
         break;
       e = w->qhead;
@@ -237,13 +238,13 @@ worker (void *p)
       e->attempt = ++w->attempts;
       memcpy (snap, e->data, w->object_size);
       idx = e->idx;
-      pthread_mutex_unlock (&w->m);
+      hhc_unlock (&w->m);
 
       r = w->ops.store (idx, snap);
 
       lk = w->ops.lock (idx);
-      pthread_mutex_lock (lk);
-      pthread_mutex_lock (&w->m);
+      hhc_lock (lk);
+      hhc_lock (&w->m);
       if (r == 0)
         {
           w->st.stores++;
@@ -280,11 +281,11 @@ worker (void *p)
           w->busy--;
         }
       pthread_cond_broadcast (&w->done);
-      pthread_mutex_unlock (&w->m);
-      pthread_mutex_unlock (lk);
-      pthread_mutex_lock (&w->m);
+      hhc_unlock (&w->m);
+      hhc_unlock (lk);
+      hhc_lock (&w->m);
     }
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return NULL;
 }
 
@@ -293,13 +294,13 @@ wbuf_reserve (struct wbuf *w)
 {
   bool retried = false, waited = false;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   while (w->count + w->reserved >= w->max)
     {
       if (w->busy > 0 || w->reserved > 0)
         {
           waited = true;
-          pthread_cond_wait (&w->done, &w->m);
+          hhc_cond_wait (&w->done, &w->m);
           continue;
         }
       /* Every dirty object failed to be stored: try them once more,
@@ -307,7 +308,7 @@ wbuf_reserve (struct wbuf *w)
        */
       if (retried)
         {
-          pthread_mutex_unlock (&w->m);
+          hhc_unlock (&w->m);
           errno = EIO;
           return -1;
         }
@@ -317,26 +318,26 @@ wbuf_reserve (struct wbuf *w)
   w->reserved++;
   if (waited)
     w->st.waits++;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return 0;
 }
 
 bool
 wbuf_full (struct wbuf *w)
 {
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   bool full = w->count + w->reserved >= w->max;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return full;
 }
 
 void
 wbuf_unreserve (struct wbuf *w)
 {
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   w->reserved--;
   pthread_cond_broadcast (&w->done);
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
 }
 
 bool
@@ -345,11 +346,11 @@ wbuf_patch (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
 {
   struct entry *e;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   e = find (w, idx);
   if (e == NULL)
     {
-      pthread_mutex_unlock (&w->m);
+      hhc_unlock (&w->m);
       return false;
     }
   if (buf)
@@ -368,7 +369,7 @@ wbuf_patch (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n,
       push (w, e);
       w->busy++;
     }
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return true;
 }
 
@@ -401,13 +402,13 @@ wbuf_add (struct wbuf *w, uint64_t idx, char *obj)
 {
   struct entry *e = calloc (1, sizeof *e);
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   if (e == NULL || (w->started < w->nthreads && start_threads (w) == -1))
     {
       int err = e == NULL ? ENOMEM : errno;
       w->reserved--;
       pthread_cond_broadcast (&w->done);
-      pthread_mutex_unlock (&w->m);
+      hhc_unlock (&w->m);
       free (e);
       errno = err;
       return -1;
@@ -425,7 +426,7 @@ wbuf_add (struct wbuf *w, uint64_t idx, char *obj)
   w->busy++;
   w->reserved--;
   push (w, e);
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return 0;
 }
 
@@ -434,11 +435,11 @@ wbuf_read (struct wbuf *w, uint64_t idx, uint32_t off, uint32_t n, void *buf)
 {
   struct entry *e;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   e = find (w, idx);
   if (e)
     memcpy (buf, e->data + off, n);
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return e != NULL;
 }
 
@@ -447,20 +448,20 @@ wbuf_has (struct wbuf *w, uint64_t idx)
 {
   bool r;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   r = find (w, idx) != NULL;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return r;
 }
 
 void
 wbuf_dirty_set (struct wbuf *w, uint64_t lo, uint64_t hi, bool *dirty)
 {
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   for (struct entry *e = w->all; e; e = e->next)
     if (e->idx >= lo && e->idx <= hi)
       dirty[e->idx - lo] = true;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
 }
 
 int
@@ -469,7 +470,7 @@ wbuf_sync (struct wbuf *w, uint64_t lo, uint64_t hi)
   uint64_t g, a0;
   bool failed;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   g = w->gen;
   a0 = w->attempts;
   for (;;)
@@ -498,9 +499,9 @@ wbuf_sync (struct wbuf *w, uint64_t lo, uint64_t hi)
           }
       if (!pending)
         break;
-      pthread_cond_wait (&w->done, &w->m);
+      hhc_cond_wait (&w->done, &w->m);
     }
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   if (failed)
     {
       errno = EIO;
@@ -514,16 +515,16 @@ wbuf_dirty (struct wbuf *w)
 {
   size_t n;
 
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   n = w->count;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
   return n;
 }
 
 void
 wbuf_get_stats (struct wbuf *w, struct wbuf_stats *st)
 {
-  pthread_mutex_lock (&w->m);
+  hhc_lock (&w->m);
   *st = w->st;
-  pthread_mutex_unlock (&w->m);
+  hhc_unlock (&w->m);
 }

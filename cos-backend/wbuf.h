@@ -14,11 +14,13 @@ struct wbuf_ops {
    * it is all zeros.  Returns 0, or -1 with the error reported.
    */
   int (*store) (uint64_t idx, const void *data);
-  /* The lock that serialises writers of object IDX (cos.c's stripes). */
+  /* The lock that serialises writers of object IDX (object.c's
+   * stripes).
+   */
   pthread_mutex_t *(*lock) (uint64_t idx);
   /* Called with lock (IDX) and the buffer's mutex held after a store
    * of DATA ended, before the entry goes: OK says whether the store now
-   * holds DATA (cos.c keeps its object cache).
+   * holds DATA (object.c keeps its object cache).
    */
   void (*stored) (uint64_t idx, const void *data, bool ok);
 };

@@ -1,5 +1,5 @@
-/* Small helpers shared by the core: scope-bound locks and buffers,
- * a type-safe growable array, logging.
+/* Small helpers shared by the core: scope-bound locks and buffers
+ * (from common/), a type-safe growable array, logging.
  */
 #ifndef HHC_COMMON_H
 #define HHC_COMMON_H
@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* By path: every user of the core's headers gets them without a -I. */
+#include "../common/cleanup.h"
+#include "../common/lock.h"
 #include "hhc.h"
 
 #define HHC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -22,49 +25,10 @@
 #define HHC_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
 
 /* Abort on a failed pthread call: a failed lock is a bug, not an
- * error to report.
+ * error to report.  (hhc_lock, hhc_unlock and HHC_SCOPED_LOCK are
+ * common/lock.h's, HHC_CLEANUP_FREE common/cleanup.h's.)
  */
 void hhc_pthread_fail (const char *what, int r) __attribute__ ((noreturn));
-
-static inline void
-hhc_lock (pthread_mutex_t *m)
-{
-  int r = pthread_mutex_lock (m);
-  if (r)
-    hhc_pthread_fail ("pthread_mutex_lock", r);
-}
-
-static inline void
-hhc_unlock (pthread_mutex_t *m)
-{
-  int r = pthread_mutex_unlock (m);
-  if (r)
-    hhc_pthread_fail ("pthread_mutex_unlock", r);
-}
-
-static inline void
-hhc_unlockp (pthread_mutex_t **mp)
-{
-  if (*mp)
-    hhc_unlock (*mp);
-}
-
-/* Lock M until the end of the enclosing scope. */
-#define HHC_CAT_(a, b) a##b
-#define HHC_CAT(a, b) HHC_CAT_ (a, b)
-#define HHC_SCOPED_LOCK(m)                                                     \
-  pthread_mutex_t *HHC_CAT (hhc_scoped_lock_, __LINE__)                        \
-      __attribute__ ((cleanup (hhc_unlockp), unused))                          \
-      = (hhc_lock (m), (m))
-
-static inline void
-hhc_freep (void *p)
-{
-  free (*(void **)p);
-}
-
-/* A pointer freed at the end of scope. */
-#define HHC_CLEANUP_FREE __attribute__ ((cleanup (hhc_freep)))
 
 /* Type-safe growable array: HHC_VECTOR (name, type) defines
  * struct name { type *ptr; size_t len, cap; } and name_append,

@@ -1,8 +1,10 @@
 /* nbdkit-hhciscsi-plugin: one iSCSI LUN, reached with libiscsi.
  *
  * Files: hhciscsi.c (parameters, geometry, the nbdkit callbacks),
- * pool.c (sessions, reconnect and retry, and what a reset of the LU
- * may have lost), sense.c (status and sense data -> action and errno).
+ * pool.c (choosing a session, reconnect and retry), session.c (one
+ * session: login, issuing, reading the replies), lu.c (what a reset of
+ * the LU may have lost), sense.c (status and sense data -> action and
+ * errno).
  *
  * Geometry and capabilities are read once, in .after_fork, after the
  * pool has logged in (nbdkit forks before that; a failure there stops
@@ -19,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,8 @@
 #include <nbdkit-plugin.h>
 
 #include "cleanup.h"
+#include "lock.h"
+#include "parse.h"
 #include "pool.h"
 
 #define DEFAULT_INITIATOR "iqn.2026-01.org.hhc-gateway:initiator"
@@ -92,16 +97,32 @@ set_string (char **dst, const char *key, const char *value, size_t len)
   return 0;
 }
 
+/* KEY=VALUE as a whole number from LO to HI (common/parse.h) into
+ * *OUT, or one error line saying what it MUST be.
+ */
+static int
+parse_number (const char *key, const char *value, unsigned lo, unsigned hi,
+              const char *must, unsigned *out)
+{
+  unsigned v;
+
+  if (hhc_parse_unsigned (value, NULL, &v) != NULL || v < lo || v > hi)
+    {
+      nbdkit_error ("%s: must be %s", key, must);
+      return -1;
+    }
+  *out = v;
+  return 0;
+}
+
 static int
 parse_lun (const char *s)
 {
-  if (nbdkit_parse_int ("lun", s, &conf.lun) == -1)
+  unsigned v;
+
+  if (parse_number ("lun", s, 0, 16383, "a number from 0 to 16383", &v) == -1)
     return -1;
-  if (conf.lun < 0 || conf.lun > 16383)
-    {
-      nbdkit_error ("lun: %d is out of range (0 to 16383)", conf.lun);
-      return -1;
-    }
+  conf.lun = v;
   return 0;
 }
 
@@ -166,25 +187,15 @@ hhciscsi_config (const char *key, const char *value)
       return nbdkit_read_password (value, &conf.password);
     }
   else if (strcmp (key, "sessions") == 0)
-    {
-      if (nbdkit_parse_unsigned (key, value, &conf.sessions) == -1)
-        return -1;
-      if (conf.sessions < 1 || conf.sessions > 64)
-        {
-          nbdkit_error ("sessions: must be between 1 and 64");
-          return -1;
-        }
-      return 0;
-    }
+    return parse_number (key, value, 1, 64, "between 1 and 64", &conf.sessions);
   else if (strcmp (key, "timeout") == 0)
     {
-      if (nbdkit_parse_int (key, value, &conf.timeout) == -1)
+      unsigned v;
+      if (parse_number (key, value, 0, INT_MAX,
+                        "0 (none) or a number of seconds", &v)
+          == -1)
         return -1;
-      if (conf.timeout < 0)
-        {
-          nbdkit_error ("timeout: must be 0 (none) or a number of seconds");
-          return -1;
-        }
+      conf.timeout = v;
       return 0;
     }
   nbdkit_error ("unknown parameter '%s'", key);
@@ -390,13 +401,13 @@ write_blocks (uint64_t lba, uint64_t blocks, const unsigned char *buf, bool fua)
 static int
 rmw_block (uint64_t lba, uint32_t in, uint32_t len, const void *buf, bool fua)
 {
-  ISCSI_CLEANUP_FREE unsigned char *blk = malloc (lun.bs);
+  HHC_CLEANUP_FREE unsigned char *blk = malloc (lun.bs);
   if (blk == NULL)
     {
       nbdkit_error ("malloc: %m");
       return -1;
     }
-  ISCSI_SCOPED_LOCK (&rmw_locks[lba % RMW_LOCKS]);
+  HHC_SCOPED_LOCK (&rmw_locks[lba % RMW_LOCKS]);
   if (read_blocks (lba, 1, blk) == -1)
     return -1;
   if (buf)
@@ -411,7 +422,7 @@ static int
 write_bytes (const unsigned char *buf, uint64_t count, uint64_t offset,
              bool fua)
 {
-  ISCSI_CLEANUP_FREE unsigned char *zeroes = NULL;
+  HHC_CLEANUP_FREE unsigned char *zeroes = NULL;
   while (count > 0)
     {
       uint64_t lba = offset / lun.bs;
@@ -449,7 +460,7 @@ write_bytes (const unsigned char *buf, uint64_t count, uint64_t offset,
 }
 
 /* SYNCHRONIZE CACHE(16) of BLOCKS blocks at LBA (0, 0: the whole LU,
- * which covers every write so far; see pool.c).
+ * which covers every write so far; see lu.c).
  */
 static int
 sync_cache (uint64_t lba, uint64_t blocks)
@@ -686,7 +697,7 @@ hhciscsi_pread (void *h, void *buf, uint32_t count, uint64_t offset,
 {
   uint64_t first = offset / lun.bs;
   uint64_t end = (offset + count + lun.bs - 1) / lun.bs;
-  ISCSI_CLEANUP_FREE unsigned char *bounce = NULL;
+  HHC_CLEANUP_FREE unsigned char *bounce = NULL;
 
   if (offset % lun.bs == 0 && count % lun.bs == 0)
     return read_blocks (first, count / lun.bs, buf);
@@ -733,7 +744,7 @@ hhciscsi_flush (void *h, uint32_t flags)
 static int
 write_same_zero (uint64_t lba, uint64_t blocks, bool may_unmap)
 {
-  ISCSI_CLEANUP_FREE unsigned char *zero = calloc (1, lun.bs);
+  HHC_CLEANUP_FREE unsigned char *zero = calloc (1, lun.bs);
   uint64_t per = lun.max_ws ? lun.max_ws : 65536;
   if (zero == NULL)
     {

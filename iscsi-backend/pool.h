@@ -28,7 +28,7 @@ struct pool_conf {
 };
 
 /* What a command does to the LU's volatile write cache, for the
- * reset check (see "The LU's write cache" in pool.c).
+ * reset check (see the top of lu.c).
  */
 enum pool_kind {
   POOL_OTHER,     /* nothing: reads, inquiries, a SYNC CACHE of a range */

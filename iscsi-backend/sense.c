@@ -20,7 +20,7 @@
  *
  * Resets (sense_is_reset).  A UNIT ATTENTION is retried, but one with
  * ASC 29h may also say that the logical unit lost its volatile write
- * cache: pool.c then decides whether writes were lost.  Which ones:
+ * cache: lu.c then decides whether writes were lost.  Which ones:
  *
  *   ASC/ASCQ  name                                   cache may be gone
  *   29h/00h   power on, reset, or bus device reset   yes

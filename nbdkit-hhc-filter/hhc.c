@@ -8,7 +8,6 @@
  */
 #include <config.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -24,6 +23,7 @@
 #include "dev.h"
 #include "hhc.h"
 #include "next-backend.h"
+#include "parse.h"
 
 /* -D hhc.verbose=1: log the core's debug messages. */
 NBDKIT_DLL_PUBLIC int hhc_debug_verbose = 0;
@@ -75,38 +75,15 @@ hhc_unload (void)
     free ((char *)conf.log_paths[i]);
 }
 
-/* Sizes: a number with an optional k/M/G/T/P/E suffix (powers of 1024).
- * Our own parser so that the one error line names the parameter.
+/* Sizes, whole numbers ("60" or "60%") and booleans in common/'s
+ * syntax (common/parse.h): our wrappers, so that the one error line
+ * names the parameter.
  */
 static int
 parse_size (const char *key, const char *value, uint64_t *out)
 {
-  static const char suffixes[] = "kmgtpe";
-  char *end;
-  uint64_t v;
-
-  errno = 0;
-  if (!isdigit ((unsigned char)value[0]))
-    goto bad;
-  v = strtoull (value, &end, 10);
-  if (errno)
-    goto bad;
-  if (*end)
-    {
-      const char *p = strchr (suffixes, tolower ((unsigned char)*end));
-      if (p == NULL
-          || (end[1] && strcmp (end + 1, "B") && strcmp (end + 1, "iB")))
-        goto bad;
-      for (int i = 0; i <= p - suffixes; i++)
-        {
-          if (v > UINT64_MAX / 1024)
-            goto bad;
-          v *= 1024;
-        }
-    }
-  *out = v;
-  return 0;
-bad:
+  if (hhc_parse_size (value, out) == NULL)
+    return 0;
   nbdkit_error ("hhc: %s=%s: not a size (a number with optional k/M/G/T "
                 "suffix)",
                 key, value);
@@ -117,13 +94,9 @@ static int
 parse_uint (const char *key, const char *value, unsigned lo, unsigned hi,
             unsigned *out)
 {
-  char *end;
-  unsigned long v;
+  unsigned v;
 
-  errno = 0;
-  v = isdigit ((unsigned char)value[0]) ? strtoul (value, &end, 10) : 0;
-  if (!isdigit ((unsigned char)value[0]) || errno
-      || (*end && strcmp (end, "%") != 0) || v < lo || v > hi)
+  if (hhc_parse_unsigned (value, "%", &v) != NULL || v < lo || v > hi)
     {
       nbdkit_error ("hhc: %s=%s: must be a whole number from %u to %u", key,
                     value, lo, hi);
@@ -136,16 +109,8 @@ parse_uint (const char *key, const char *value, unsigned lo, unsigned hi,
 static int
 parse_bool (const char *key, const char *value, bool *out)
 {
-  static const char *const yes[] = { "1", "true", "yes", "on" };
-  static const char *const no[] = { "0", "false", "no", "off" };
-
-  for (int i = 0; i < 4; i++)
-    {
-      if (strcasecmp (value, yes[i]) == 0)
-        return *out = true, 0;
-      if (strcasecmp (value, no[i]) == 0)
-        return *out = false, 0;
-    }
+  if (hhc_parse_bool (value, out) == NULL)
+    return 0;
   nbdkit_error ("hhc: %s=%s: must be true or false", key, value);
   return -1;
 }

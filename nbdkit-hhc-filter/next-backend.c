@@ -11,42 +11,31 @@
 
 #include <nbdkit-filter.h>
 
+#include "lock.h"
 #include "next-backend.h"
 
 bool next_backend_serialize;
+/* Held across each call to the plugin when serialising. */
 static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void
-serial_unlock (bool *locked)
-{
-  if (*locked)
-    pthread_mutex_unlock (&serial_lock);
-}
 
 void
 next_backend_lock (void)
 {
   if (next_backend_serialize)
-    pthread_mutex_lock (&serial_lock);
+    hhc_lock (&serial_lock);
 }
 
 void
 next_backend_unlock (void)
 {
   if (next_backend_serialize)
-    pthread_mutex_unlock (&serial_lock);
+    hhc_unlock (&serial_lock);
 }
-
-/* Hold serial_lock to the end of the scope when serialising. */
-#define SERIAL_SCOPE                                                           \
-  __attribute__ ((unused)) bool serial_locked                                  \
-      __attribute__ ((cleanup (serial_unlock)))                                \
-      = next_backend_serialize && pthread_mutex_lock (&serial_lock) == 0
 
 static int
 nb_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
 {
-  SERIAL_SCOPE;
+  HHC_SCOPED_LOCK_IF (next_backend_serialize, &serial_lock);
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -59,7 +48,7 @@ static int
 nb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
            bool fua)
 {
-  SERIAL_SCOPE;
+  HHC_SCOPED_LOCK_IF (next_backend_serialize, &serial_lock);
   nbdkit_next *next = ctx;
   uint32_t flags = 0;
   int err = 0;
@@ -77,7 +66,7 @@ nb_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
 static int
 nb_flush (void *ctx)
 {
-  SERIAL_SCOPE;
+  HHC_SCOPED_LOCK_IF (next_backend_serialize, &serial_lock);
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -91,7 +80,7 @@ nb_flush (void *ctx)
 static int
 nb_trim (void *ctx, uint32_t count, uint64_t offset)
 {
-  SERIAL_SCOPE;
+  HHC_SCOPED_LOCK_IF (next_backend_serialize, &serial_lock);
   nbdkit_next *next = ctx;
   int err = 0;
 
@@ -105,7 +94,7 @@ nb_trim (void *ctx, uint32_t count, uint64_t offset)
 static int
 nb_zero (void *ctx, uint32_t count, uint64_t offset)
 {
-  SERIAL_SCOPE;
+  HHC_SCOPED_LOCK_IF (next_backend_serialize, &serial_lock);
   nbdkit_next *next = ctx;
   int err = 0;
 

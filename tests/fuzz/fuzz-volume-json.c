@@ -1,5 +1,5 @@
-/* Fuzz target: cos_volume_parse (cos-backend/volume.c), the parse of a
- * cos volume's PREFIX/volume.json.
+/* Fuzz target: volume_json_parse (cos-backend/volume-json.c), the
+ * parse of a cos volume's PREFIX/volume.json.
  *
  * Why: the cos plugin reads volume.json from the store at start-up,
  * and what it finds there decides the geometry of the volume it
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "volume.h"
+#include "volume-json.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -30,15 +30,15 @@ static void
 parse (const char *text, size_t len, int64_t want_size,
        int64_t want_object_size, size_t msgsz)
 {
-  struct cos_volume v;
+  struct volume_json v;
   char *msg = malloc (msgsz);
   int r;
 
   if (msg == NULL)
     abort ();
   memset (&v, 0xa5, sizeof v);
-  r = cos_volume_parse (text, len, "bucket", "prefix/volume.json", want_size,
-                        want_object_size, &v, msg, msgsz);
+  r = volume_json_parse (text, len, "bucket", "prefix/volume.json", want_size,
+                         want_object_size, &v, msg, msgsz);
   if (r == 0)
     {
       if (v.size == 0 || v.size % 512 != 0 || v.size > INT64_MAX

@@ -1,4 +1,5 @@
-/* cos-backend: PREFIX/volume.json, the metadata object of a volume.
+/* cos-backend: PREFIX/volume.json, the metadata object of a volume:
+ * built for a new volume, parsed when one is opened.
  *
  * It is read from the store, so anything may be in it (another tool's
  * object, a newer format, a damaged or hostile store): the parse gives
@@ -10,15 +11,36 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
-#include "volume.h"
+#include "volume-json.h"
+
+char *
+volume_json_build (const struct volume_json *vol)
+{
+  char created[32];
+  time_t now = time (NULL);
+  struct tm tm;
+  json_t *j;
+  char *text;
+
+  gmtime_r (&now, &tm);
+  strftime (created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  j = json_pack ("{s:s, s:i, s:I, s:I, s:s, s:s}", "format", VOLUME_FORMAT,
+                 "version", VOLUME_VERSION, "size", (json_int_t)vol->size,
+                 "object_size", (json_int_t)vol->object_size, "uuid", vol->uuid,
+                 "created", created);
+  text = j ? json_dumps (j, JSON_INDENT (2)) : NULL;
+  json_decref (j);
+  return text;
+}
 
 int
-cos_volume_parse (const char *text, size_t len, const char *bucket,
-                  const char *key, int64_t want_size, int64_t want_object_size,
-                  struct cos_volume *vol, char *msg, size_t msgsz)
+volume_json_parse (const char *text, size_t len, const char *bucket,
+                   const char *key, int64_t want_size, int64_t want_object_size,
+                   struct volume_json *vol, char *msg, size_t msgsz)
 {
   json_error_t err;
   json_t *j = json_loadb (text, len, 0, &err);
