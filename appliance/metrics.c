@@ -10,7 +10,7 @@
  *
  * state is running | starting | restarting | stopped | failed; stats is
  * null while the volume's nbdkit cannot be asked.  The stats keys are
- * those of hhc_stats_json (gateway/open.c), "log" only with a log.
+ * those of hhc_stats_json (gateway/stats-json.c), "log" only with a log.
  *
  * Metrics.  The exposition format wants each family's samples
  * together, after its # HELP and # TYPE lines: so the loops run family

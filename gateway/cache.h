@@ -17,13 +17,14 @@
  *
  * The byte layouts and their checks are in cache-format.h.
  *
- * Invariant 1 (DESIGN.md 4): a slot's data is written only when its
+ * Invariant 1 (docs/design.md §4.2): a slot's data is written only when its
  * persisted entry says free or says the same LBA.  Freed slots go to a
  * pending list; only after a commit has made "free" durable do they
  * join the free pool that allocation takes from.
  *
  * Lock order: stripe lock -> page lock -> free lock.  The commit lock
- * is taken with no other lock held.
+ * is taken under no lock but the volume's wal_lock (gateway/vol.h has
+ * the order across modules).
  */
 #ifndef HHC_CACHE_H
 #define HHC_CACHE_H

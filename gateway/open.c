@@ -3,8 +3,8 @@
  * this backend, pair it with its log: logpair.c), start (the log:
  * logstart.c; the flusher thread), close.
  *
- * Layers: open.c calls the request path (volume.c, read.c, flush.c),
- * the flusher and the modules below them; none of them calls back up
+ * Layers: open.c calls flush.c (FLUSH and drain at close), the flusher
+ * and the modules below them; none of them calls back up
  * into open.c.  The only upward calls are the log's callbacks into the
  * volume, installed by logstart.c (struct log_callbacks).
  */
@@ -443,6 +443,12 @@ new_volume (const struct hhc_conf *conf, struct hhc_preopened *pre,
   vol->stats_path = conf->stats_path ? strdup (conf->stats_path) : NULL;
   vol->conf.cache_path = vol->cache_path;
   vol->conf.stats_path = vol->stats_path;
+  if ((conf->cache_path && vol->cache_path == NULL)
+      || (conf->stats_path && vol->stats_path == NULL))
+    {
+      free_volume (vol, true);
+      return ENOMEM;
+    }
   vol->conf.backend_id = NULL;
   vol->identity = make_identity (conf, info);
   if (vol->identity == NULL)

@@ -26,11 +26,15 @@
  *                                     one stripe at a time
  *   LRU lock           lru.h          a stripe lock by trylock only
  *                                     (vol_evict: the exception to this
- *                                     order, so it never waits)
+ *                                     order, so it never waits), and
+ *                                     under that stripe the page and
+ *                                     free locks
  *   pd.lock            passdown.h     wait_lock (passdown_end)
  *   page lock          cache.h        free lock (cache.h's order)
  *   free lock          cache.h        nothing
- *   log lock           log.h          the log's own locks (log.c)
+ *   log lock           log.h          nothing of the volume's; the log's
+ *                                     io_lock and void_lock come before
+ *                                     it, not under it (log.c)
  *   wait_lock          here           nothing (wait_cond)
  *
  * Taken alone, with no other lock held: bf_lock (bflush.c: tickets,
