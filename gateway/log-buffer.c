@@ -13,6 +13,7 @@
  *   empty): a buffer takes the pending ones when it becomes current
  *   and is sealed at once if it could not take them all, so no revoke
  *   can land after a newer entry of its block.
+ * - Filling a buffer never allocates (struct buf in log_int.h).
  * - Every unwritten buffer holds a reservation at the tail (room_for),
  *   so a sealed buffer can always be written.
  */
@@ -43,13 +44,13 @@ make_current (struct hhc_log *log, struct buf *b, uint64_t reserve)
   /* Revokes issued while no buffer was current belong here, in order;
    * more than fit go on in the next buffer (appends wait until all are
    * placed, so no revoke can land after a newer entry of its block).
+   * b->revokes has room for rev_cap of them (alloc_mem).
    */
   size_t n = HHC_MIN (log->pending_rev.len, (size_t)log->rev_cap);
-  for (size_t i = 0; i < n; i++)
-    if (u64_vec_append (&b->revokes, log->pending_rev.ptr[i]))
-      abort ();
   if (n > 0)
     {
+      memcpy (b->revokes.ptr, log->pending_rev.ptr, n * sizeof (uint64_t));
+      b->revokes.len = n;
       memmove (log->pending_rev.ptr, log->pending_rev.ptr + n,
                (log->pending_rev.len - n) * sizeof (uint64_t));
       log->pending_rev.len -= n;
@@ -126,13 +127,23 @@ seal (struct hhc_log *log)
   try_make_current (log);
 }
 
+/* A buffer's revokes have room for rev_cap records, and it is sealed
+ * when it holds that many (alloc_mem): no allocation.  Revokes while no
+ * buffer is current wait in pending_rev, which grows: without memory
+ * for one the record would be lost, and a replay could bring back the
+ * data it voids, so the log stops instead (log_fail_locked: FLUSHes
+ * fall back to writing every dirty block back).
+ */
 static void
 add_revoke (struct hhc_log *log, uint64_t lba)
 {
   struct u64_vec *v = log->cur ? &log->cur->revokes : &log->pending_rev;
 
   if (u64_vec_append (v, lba))
-    abort (); /* cannot be refused; tiny */
+    {
+      log_fail_locked (log, "a revoke record could not be kept", ENOMEM);
+      return;
+    }
   log->st.revokes++;
   log->rev_issued++;
   if (log->cur && log->cur->revokes.len >= log->rev_cap)
@@ -186,21 +197,31 @@ log_append (struct hhc_log *log, uint32_t key, uint64_t lba, const void *data)
       return;
     }
   uint32_t ring = b->seq % log->ring_cap;
-  log->st.blocks++;
-  set_unlogged (log, key, false);
   if (e->seg == ring)
     {
       /* Still in the buffer being filled: replace in place. */
+      log->st.blocks++;
+      set_unlogged (log, key, false);
       memcpy (b->data + (size_t)in_place_pos (log, b, key, lba) * log->bs, data,
               log->bs);
       return;
     }
+  /* The older entry dies once this one is under a barrier.  deaths
+   * has room for every death the buffer can take (alloc_mem); should
+   * it fail all the same, the block waits unlogged for the next buffer
+   * (a barrier reads it back).
+   */
+  if (e->seg != LOG_NONE && u32_vec_append (&b->deaths, e->seg))
+    {
+      seal (log);
+      set_unlogged (log, key, true);
+      return;
+    }
+  log->st.blocks++;
+  set_unlogged (log, key, false);
   uint32_t older = 0;
   if (e->seg != LOG_NONE)
     {
-      /* The older entry dies once this one is under a barrier. */
-      if (u32_vec_append (&b->deaths, e->seg))
-        abort ();
       chain_remove (log, key);
       older = POS_OLDER;
     }

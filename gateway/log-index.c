@@ -141,6 +141,29 @@ apply_deaths (struct hhc_log *log)
   advance_head (log);
 }
 
+/* How many deaths wait for a barrier has no small bound (every entry
+ * superseded since the last one): the writer makes room for a
+ * segment's deaths before it writes the segment (write_buffer), where
+ * failing costs only the log (its existing fallback), not an entry
+ * that would stay live for ever and pin the head.
+ */
+int
+deaths_reserve (struct hhc_log *log, size_t n)
+{
+  struct death_vec *v = &log->deaths;
+  size_t want = v->len + n, ncap;
+  struct death *p;
+
+  if (want <= v->cap)
+    return 0;
+  ncap = HHC_MAX (HHC_MAX (2 * v->cap, want), (size_t)16);
+  if ((p = realloc (v->ptr, ncap * sizeof *p)) == NULL)
+    return ENOMEM;
+  v->ptr = p;
+  v->cap = ncap;
+  return 0;
+}
+
 /* ---- allocation ---- */
 
 /* Ring slots, one per segment from the head to the newest (32 bytes
@@ -167,7 +190,12 @@ ring_slots (uint64_t region_size, uint32_t cap)
   return n;
 }
 
-/* A buffer's memory. */
+/* Fixed-size arrays of a vector (it never grows past cap). */
+#define VEC_ALLOC(v, n)                                                        \
+  ((v)->len = 0, (v)->cap = (n),                                               \
+   ((v)->ptr = malloc ((size_t)(n) * sizeof *(v)->ptr)) != NULL)
+
+/* A buffer's memory: everything filling it takes (struct buf). */
 static int
 alloc_buf (struct hhc_log *log, struct buf *b)
 {
@@ -177,7 +205,8 @@ alloc_buf (struct hhc_log *log, struct buf *b)
   b->data = b->mem ? b->mem + hmax : NULL;
   b->lbas = malloc ((size_t)log->max_blocks * 8);
   b->keys = malloc ((size_t)log->max_blocks * 4);
-  if (!b->mem || !b->lbas || !b->keys)
+  if (!b->mem || !b->lbas || !b->keys || !VEC_ALLOC (&b->revokes, log->rev_cap)
+      || !VEC_ALLOC (&b->deaths, (size_t)log->max_blocks + log->rev_cap))
     return ENOMEM;
   return 0;
 }
@@ -185,6 +214,8 @@ alloc_buf (struct hhc_log *log, struct buf *b)
 int
 alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
 {
+  size_t hmax = log_seg_hdr_len (log->max_blocks, log->rev_cap);
+
   log->nkeys = nkeys;
   log->ring_cap = ring_slots (log->region_size, log->ring_max) + nbuffers + 2;
   log->ring = calloc (log->ring_cap, sizeof *log->ring);
@@ -192,7 +223,12 @@ alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
   log->unlogged = calloc ((nkeys + 63) / 64 + 1, 8);
   log->nbufs = nbuffers;
   log->bufs = calloc (nbuffers, sizeof *log->bufs);
-  if (!log->ring || !log->keys || !log->unlogged || !log->bufs)
+  /* The writer's: the largest header, and a wrap marker. */
+  log->hdrbuf = hhc_alloc_aligned (hmax);
+  log->hdrcap = log->hdrbuf ? hmax : 0;
+  log->markbuf = hhc_alloc_aligned (LOG_ALIGN);
+  if (!log->ring || !log->keys || !log->unlogged || !log->bufs || !log->hdrbuf
+      || !log->markbuf)
     return ENOMEM;
   for (uint32_t k = 0; k < nkeys; k++)
     log->keys[k] = (struct key){ 0, LOG_NONE, 0, LOG_NONE, LOG_NONE };

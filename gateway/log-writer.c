@@ -99,11 +99,17 @@ writer_decide (struct hhc_log *log, struct buf *b, struct wplan *p)
       || (log->want_revs > log->rev_durable && b->rev_upto >= log->want_revs))
     b->barrier = true; /* a FLUSH waits for this one */
   p->flags = b->barrier ? LOG_F_BARRIER : 0;
-  return log->healthy > 0 && fits ? 0 : EIO;
+  if (log->healthy == 0 || !fits)
+    return EIO;
+  /* Room for its deaths now, while failing costs no more than this
+   * segment (writer_complete must record them once it is written).
+   */
+  return deaths_reserve (log, b->deaths.len);
 }
 
-/* The writes for b's segment (no lock: the writer's own buffers).  0
- * or ENOMEM.
+/* The writes for b's segment (no lock: the writer's own buffers).  The
+ * header buffer was allocated for the largest header (alloc_mem), the
+ * marker too.  0 or ENOMEM.
  */
 static int
 writer_build_io (struct hhc_log *log, struct buf *b, const struct wplan *p,
@@ -112,19 +118,14 @@ writer_build_io (struct hhc_log *log, struct buf *b, const struct wplan *p,
   uint64_t phys = p->l % log->region_size;
   uint32_t prev = log->last_crc; /* the writer's own */
 
-  /* Buffers kept across segments (only the writer uses them): a fresh
-   * allocation per segment costs page faults.
-   */
   if (log->hdrcap < p->hl)
     {
       free (log->hdrbuf);
       log->hdrbuf = hhc_alloc_aligned (p->hl);
       log->hdrcap = log->hdrbuf ? p->hl : 0;
+      if (log->hdrbuf == NULL)
+        return ENOMEM;
     }
-  if (log->markbuf == NULL)
-    log->markbuf = hhc_alloc_aligned (LOG_ALIGN);
-  if (log->hdrbuf == NULL || log->markbuf == NULL)
-    return ENOMEM;
   log->last_crc
       = build_header (log, b, log->hdrbuf, p->hl, phys, p->flags, prev);
   if (p->l != log->tail_lpos
@@ -224,10 +225,14 @@ writer_complete (struct hhc_log *log, struct buf *b, const struct wplan *p,
   log->tail_lpos = p->l + p->len;
   log->reserved -= b->reserved;
   log->written_seq = b->seq + 1;
-  for (size_t i = 0; i < b->deaths.len; i++)
-    if (death_vec_append (&log->deaths,
-                          (struct death){ b->seq, b->deaths.ptr[i] }))
-      abort ();
+  /* writer_decide made room for the deaths of a segment it wrote: this
+   * fails only when the log has stopped, and its deaths no longer
+   * matter then.
+   */
+  if (deaths_reserve (log, b->deaths.len) == 0)
+    for (size_t i = 0; i < b->deaths.len; i++)
+      log->deaths.ptr[log->deaths.len++]
+          = (struct death){ b->seq, b->deaths.ptr[i] };
   if (r == 0 && b->barrier)
     {
       log->durable_barrier = b->seq;

@@ -88,6 +88,12 @@ struct buf {
    * LOG_NONE for a normal one.
    */
   uint32_t reclaim_from;
+  /* Both allocated whole at log_start (alloc_mem), so that filling a
+   * buffer never allocates: revokes has room for rev_cap records (a
+   * buffer is sealed when it holds that many), deaths for max_blocks
+   * + rev_cap (each death is an entry in the buffer, or one revoked
+   * there, which left a revoke record).
+   */
   struct u64_vec revokes;
   struct u32_vec deaths; /* ring slots an entry here superseded */
   uint64_t seq;
@@ -228,9 +234,12 @@ struct hhc_log {
    */
   unsigned last_group;
   uint64_t last_barrier_ns, last_done_ns;
-  unsigned char *hdrbuf; /* the writer's header buffer (grows) */
+  /* The writer's header buffer (allocated for the largest header at
+   * log_start; grows) and its wrap marker.
+   */
+  unsigned char *hdrbuf;
   size_t hdrcap;
-  unsigned char *markbuf; /* the writer's wrap marker */
+  unsigned char *markbuf;
   unsigned healthy;
   unsigned unvoided;     /* atomic: failed mirrors not yet voided */
   uint64_t next_void_ns; /* writer: next background void attempt */
@@ -327,6 +336,8 @@ void advance_head (struct hhc_log *log);
  * barrier, then advance_head.
  */
 void apply_deaths (struct hhc_log *log);
+/* Room in log->deaths for n more without allocating: 0 or ENOMEM. */
+int deaths_reserve (struct hhc_log *log, size_t n);
 /* The ring, the keys, the bitmap and the buffers for nkeys keys (no
  * lock needed: log_start, before the writer).  0 or ENOMEM.
  */
