@@ -63,6 +63,14 @@ log_sb_encode (const struct log_sb *sb, void *buf)
   put64 (p + SB_GENERATION, sb->generation);
   memcpy (p + SB_IDENTITY, sb->identity, idl);
   put32 (p + SB_MIRRORS, sb->mirrors);
+  log_sb_seal (p);
+}
+
+void
+log_sb_seal (void *buf)
+{
+  unsigned char *p = buf;
+
   put32 (p + SB_CRC, crc32c (0, p, SB_CRC));
 }
 
@@ -77,7 +85,7 @@ log_sb_encode_void (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
   put32 (p + SB_VERSION, LOG_VERSION);
   memcpy (p + SB_LOG_UUID, log_uuid, 16);
   memcpy (p + SB_CACHE_UUID, cache_uuid, 16);
-  put32 (p + SB_CRC, crc32c (0, p, SB_CRC));
+  log_sb_seal (p);
 }
 
 int
@@ -192,6 +200,12 @@ log_seg_encode (const struct log_seg_hdr *h, const uint64_t *lbas,
   t += 8 * (size_t)h->nblocks;
   for (uint32_t i = 0; i < h->nrevokes; i++)
     put64 (t + 8 * (size_t)i, revokes[i]);
+}
+
+void
+log_seg_set_prev (void *hdr, uint32_t prev)
+{
+  put32 ((unsigned char *)hdr + SEG_PREV, prev);
 }
 
 int

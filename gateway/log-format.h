@@ -119,6 +119,12 @@ void log_sb_encode_void (const uint8_t log_uuid[16],
  */
 int log_sb_decode (const void *buf, struct log_sb *sb);
 
+/* Store the checksum of the superblock copy in buf (LOG_SB_SIZE bytes)
+ * over its bytes as they are: a copy edited in place becomes valid
+ * (the fuzzers' fix-ups).
+ */
+void log_sb_seal (void *buf);
+
 /* What log_sb_check found wrong in a valid superblock. */
 enum log_sb_fault {
   LOG_SB_SOUND,        /* nothing */
@@ -171,6 +177,11 @@ void log_seg_encode (const struct log_seg_hdr *h, const uint64_t *lbas,
  * change fields of a header in place (its tables stay).
  */
 void log_seg_encode_fixed (const struct log_seg_hdr *h, void *buf);
+
+/* Store prev as the chain link of the encoded header hdr, in place (its
+ * checksum is not updated: log_seg_seal).
+ */
+void log_seg_set_prev (void *hdr, uint32_t prev);
 
 /* Decode the header in buf (at least LOG_HDR_FIXED bytes) into *h.
  * Returns 0; ENOENT: not a segment header (magic); EILSEQ: the header
