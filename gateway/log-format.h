@@ -2,8 +2,10 @@
  * superblock (and the void superblock that replaces it when a mirror
  * falls out of use), the segment header, and the segment checksum.
  * No I/O, no locks, no state: bytes in, structs with named fields out,
- * and back.  The log (log-*.c), hhcctl, the fuzzers (tests/fuzz/) and
- * the tests read and write the format only through this header.
+ * and back.  Whatever reads or writes the format uses it: the log
+ * (log-*.c), the fuzzers (tests/fuzz/), the tests, and (issue 28 item
+ * 3) hhcctl.  It needs only the C library (and log-format.c, the core's
+ * common.h and crc32c.c).
  *
  * Layout of every mirror (identical on each; all fields little-endian):
  *   0, 4 KiB     superblock, copies A and B (the newer valid one counts;

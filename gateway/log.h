@@ -7,10 +7,11 @@
  *   64 KiB       the circular region: packed segments, 4 KiB aligned
  *
  * A segment is a header (4 KiB multiple: sequence number, barrier flag,
- * base sequence, LBA table, revoke table, crc32c over header and data)
- * followed by its data blocks.  A segment that does not fit before the
- * end of the region is preceded by a wrap marker (a header with the
- * same sequence number and the wrap flag) and written at the start.
+ * base sequence, LBA table, revoke table, a checksum over header and
+ * data) followed by its data blocks.  A segment that does not fit
+ * before the end of the region is preceded by a wrap marker (a header
+ * with the same sequence number and the wrap flag) and written at the
+ * start.
  *
  * The log does not know the cache: a block is named by a "key" (the
  * volume passes its cache slot number) and the LBA.  Per key the log
