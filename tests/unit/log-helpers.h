@@ -50,9 +50,6 @@
 #define SANITIZED 0
 #endif
 
-/* How long a test's own thread may take before it counts as a hang. */
-#define HANG_MS ((SANITIZED ? 300 : 60) * 1000)
-
 extern const char *const log_names[HHC_MAX_LOGS];
 
 /* ---- failures ----
