@@ -1,14 +1,17 @@
 /* The HDD barrier log (DESIGN.md section 5; decisions in docs/log.md).
+ * The on-disk format in full is in log-format.h, the internals in
+ * log_int.h.
  *
  * Layout of every mirror (identical; little-endian):
  *   0, 4 KiB     superblock, copies A and B (the newer valid one counts)
  *   64 KiB       the circular region: packed segments, 4 KiB aligned
  *
  * A segment is a header (4 KiB multiple: sequence number, barrier flag,
- * base sequence, LBA table, revoke table, crc32c over header and data)
- * followed by its data blocks.  A segment that does not fit before the
- * end of the region is preceded by a wrap marker (a header with the
- * same sequence number and the wrap flag) and written at the start.
+ * base sequence, LBA table, revoke table, a checksum over header and
+ * data) followed by its data blocks.  A segment that does not fit
+ * before the end of the region is preceded by a wrap marker (a header
+ * with the same sequence number and the wrap flag) and written at the
+ * start.
  *
  * The log does not know the cache: a block is named by a "key" (the
  * volume passes its cache slot number) and the LBA.  Per key the log
@@ -35,29 +38,10 @@
 
 #include "dev.h"
 #include "hhc.h"
+#include "log-format.h" /* the on-disk format: LOG_MAGIC, LOG_F_* ... */
 
-#define LOG_MAGIC "HHCLOG01"
-#define LOG_SEG_MAGIC "HHCSEG01"
-#define LOG_VERSION 1
-#define LOG_REGION_OFF 65536
-#define LOG_HDR_FIXED 96 /* segment header before the LBA table */
 #define LOG_NONE 0xFFFFFFFFu
 #define LOG_MAX_MIRRORS HHC_MAX_LOGS
-
-/* Segment header flags. */
-#define LOG_F_BARRIER 1u
-#define LOG_F_WRAP 2u
-/* The segment's checksum (and so the next one's chain link) is the
- * 64-bit multiply-rotate sum of log.c (segsum), folded to 32 bits;
- * without it crc32c, as segments of earlier builds were written.  Every
- * segment written now has it.
- */
-#define LOG_F_SUM 4u
-
-/* The checksum of a segment (header with its checksum field 0, then
- * its data: LEN bytes, a multiple of 8) whose header flags are FLAGS.
- */
-uint32_t log_segment_checksum (uint32_t flags, const void *seg, size_t len);
 
 struct hhc_log;
 

@@ -32,7 +32,7 @@ stop_nbdkit "$tmp/n.pid"
 grep -q ' 0 wrong in valid segments' "$tmp/clean.out" ||
   fail "unexpected summary: $(cat "$tmp/clean.out")"
 
-# logscan's segsum is log.c's: every segment of this log (it never
+# logscan's segsum is log-format.c's: every segment of this log (it never
 # wrapped) has the checksum logscan computes, and the flag LOG_F_SUM.
 LOGSCAN=$logscan python3 - "$tmp/log.img" <<'EOF' ||
 import os, sys
@@ -47,7 +47,7 @@ for off, h in segments(img):
     n += 1
 assert n > 10, n
 EOF
-  fail "logscan's segment checksum is not log.c's"
+  fail "logscan's segment checksum is not log-format.c's"
 
 # Swap entries 0 and 1 of the first segment with two entries or more;
 # FIXCRC: also write the crc of the new contents.

@@ -4,8 +4,10 @@
  * Why: after the SSD is lost, the log is the only copy of the data
  * that FLUSH acknowledged, and it is read back from cheap disks after
  * a crash, with torn segments, stale segments of older runs and bit
- * rot.  read_sb, check_sb_owner, scan_mirror (header_ok, the crc and
- * the chain link) and log_replay (gateway/log.c) must refuse what they
+ * rot.  read_sb (gateway/log-mirror.c: log_sb_decode), check_sb_owner
+ * and log_open's steps (log-open.c), scan_mirror (log-scan.c:
+ * header_ok, the checksum and the chain link) and log_replay
+ * (log-replay.c) must refuse what they
  * cannot use and never crash, hang or read outside their buffers,
  * whatever the bytes; hhcctl recover runs the same code on a log
  * device named on its command line.
@@ -273,7 +275,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   unsigned ndevs = 1, flags;
   size_t sbpart, regpart;
   uint64_t devsize, cut;
-  const unsigned char *sb;
+  struct log_sb sb;
   char *identity = NULL;
   uint64_t volume_size = 0;
   uint32_t bs = 512;
@@ -310,15 +312,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   /* As the filter: the volume is given (here: the one the log names;
    * a log of another volume is refused before anything else is read).
    */
-  sb = fuzz_log_sb (fuzzdev_mem (devs[0]), devsize);
-  if ((flags & FUZZ_LOG_FILTER) && sb && HHC_IS_POW2 (get32 (sb + 12))
-      && get32 (sb + 12) >= 512 && get32 (sb + 12) <= 1024 * 1024)
+  if ((flags & FUZZ_LOG_FILTER)
+      && fuzz_log_sb (fuzzdev_mem (devs[0]), devsize, &sb)
+      && HHC_IS_POW2 (sb.block_size) && sb.block_size >= 512
+      && sb.block_size <= 1024 * 1024)
     {
-      identity = strndup ((const char *)sb + 96,
-                          HHC_MIN (get32 (sb + 68), (uint32_t)2048));
-      volume_size = get64 (sb + 48);
-      bs = get32 (sb + 12);
-      cache_uuid = sb + 32;
+      identity = strndup (
+          sb.identity, HHC_MIN (sb.identity_len, (uint32_t)LOG_IDENTITY_MAX));
+      volume_size = sb.volume_size;
+      bs = sb.block_size;
+      cache_uuid = sb.cache_uuid;
     }
   else if (flags & FUZZ_LOG_FILTER)
     {

@@ -29,6 +29,7 @@
 
 #include "dev.h"
 #include "hhc.h"
+#include "log-format.h"
 
 #define FUZZ_CACHE_DEV (1024 * 1024) /* bytes of the cache device */
 #define FUZZ_CACHE_FIX_SUPER 1u      /* recompute the superblock crc */
@@ -80,9 +81,10 @@ size_t fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags);
  */
 size_t fuzz_fix_log (unsigned char *img, size_t len, unsigned flags);
 
-/* The superblock copy of a log image that read_sb () would choose
- * (magic, crc, version; the newer generation), or NULL.
+/* The superblock of a log image that read_sb () would choose (a valid
+ * copy: magic, crc, version; the newer generation) into *sb: false if
+ * none.
  */
-const unsigned char *fuzz_log_sb (const unsigned char *img, size_t len);
+bool fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb);
 
 #endif /* HHC_FUZZ_H */

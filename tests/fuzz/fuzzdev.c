@@ -262,53 +262,66 @@ fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
 
 /* ---- log ---- */
 
-#define LOG_ALIGN 4096
-
-const unsigned char *
-fuzz_log_sb (const unsigned char *img, size_t len)
+bool
+fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb)
 {
-  const unsigned char *best = NULL;
+  struct log_sb c;
+  bool found = false;
+
+  for (int i = 0; i < 2; i++)
+    {
+      if ((size_t)(i + 1) * LOG_SB_SIZE > len
+          || log_sb_decode (img + (size_t)i * LOG_SB_SIZE, &c) != 0)
+        continue;
+      if (!found || c.generation > sb->generation)
+        *sb = c;
+      found = true;
+    }
+  return found;
+}
+
+/* The superblock copies that have the log's magic (valid or not) get
+ * their checksum, whatever else they hold.
+ */
+static size_t
+fix_log_sbs (unsigned char *img, size_t len)
+{
+  struct log_sb sb;
+  size_t end = 0;
 
   for (int c = 0; c < 2; c++)
     {
-      const unsigned char *sb = img + (size_t)c * 4096;
-      if ((size_t)(c + 1) * 4096 > len || memcmp (sb, LOG_MAGIC, 8) != 0
-          || crc32c (0, sb, 4092) != get32 (sb + 4092)
-          || get32 (sb + 8) != LOG_VERSION)
-        continue;
-      if (best == NULL || get64 (sb + 88) > get64 (best + 88))
-        best = sb;
+      unsigned char *p = img + (size_t)c * LOG_SB_SIZE;
+      int r = (size_t)(c + 1) * LOG_SB_SIZE <= len ? log_sb_decode (p, &sb)
+                                                   : ENOENT;
+      if (r == 0 || r == EILSEQ)
+        {
+          log_sb_seal (p);
+          end = (size_t)(c + 1) * LOG_SB_SIZE;
+        }
     }
-  return best;
+  return end;
 }
 
 size_t
 fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
 {
-  const unsigned char *sb;
+  struct log_sb sb;
   uint64_t bs, region, lpos, start;
   uint32_t prev_crc = 0;
   bool have_prev = false;
   size_t end = 0;
 
   if (flags & FUZZ_LOG_FIX_SUPER)
-    for (int c = 0; c < 2; c++)
-      {
-        unsigned char *p = img + (size_t)c * 4096;
-        if ((size_t)(c + 1) * 4096 <= len && memcmp (p, LOG_MAGIC, 8) == 0)
-          {
-            put32 (p + 4092, crc32c (0, p, 4092));
-            end = (size_t)(c + 1) * 4096;
-          }
-      }
-  if (!(flags & FUZZ_LOG_FIX_SEGS) || (sb = fuzz_log_sb (img, len)) == NULL)
+    end = fix_log_sbs (img, len);
+  if (!(flags & FUZZ_LOG_FIX_SEGS) || !fuzz_log_sb (img, len, &sb))
     return end;
-  bs = get32 (sb + 12);
-  region = get64 (sb + 56);
+  bs = sb.block_size;
+  region = sb.region_size;
   if (bs == 0 || len <= LOG_REGION_OFF || region > len - LOG_REGION_OFF
       || region < LOG_ALIGN)
     return end;
-  lpos = start = get64 (sb + 72);
+  lpos = start = sb.head_off;
   /* At most one pass over the region, as the scan. */
   for (unsigned n = 0; n < 4096 && lpos - start < region; n++)
     {
@@ -319,28 +332,25 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
           continue;
         }
       unsigned char *h = img + LOG_REGION_OFF + phys;
-      uint64_t hl = get32 (h + 36), nb = get32 (h + 28);
-      uint64_t dl = nb * bs;
-      if (memcmp (h, LOG_SEG_MAGIC, 8) != 0 || hl < LOG_ALIGN || hl % LOG_ALIGN
-          || nb > region / bs || phys + hl + dl > region)
+      struct log_seg_hdr sh;
+      uint64_t dl;
+      if (log_seg_decode (h, &sh) == ENOENT || sh.hdr_len < LOG_ALIGN
+          || sh.hdr_len % LOG_ALIGN || sh.nblocks > region / bs
+          || phys + sh.hdr_len + (dl = (uint64_t)sh.nblocks * bs) > region)
         return end;
       if (have_prev)
-        put32 (h + 84, prev_crc);
-      put32 (h + 80, 0);
+        log_seg_set_prev (h, prev_crc);
       end = HHC_MAX (end, (size_t)(h + 88 - img));
-      /* As the scan: the first 4 KiB, then the rest of the header and
-       * the data.
-       */
-      uint32_t crc = log_segment_checksum (get32 (h + 24), h, hl + dl);
-      put32 (h + 80, crc);
-      if (get32 (h + 24) & LOG_F_WRAP)
+      /* As the scan: the header, then the data. */
+      uint32_t crc = log_seg_seal (h, h + sh.hdr_len, dl);
+      if (sh.flags & LOG_F_WRAP)
         {
           lpos += region - phys;
           continue;
         }
       prev_crc = crc;
       have_prev = true;
-      lpos += hl + HHC_ROUND_UP (dl, LOG_ALIGN);
+      lpos += sh.hdr_len + HHC_ROUND_UP (dl, LOG_ALIGN);
     }
   return end;
 }

@@ -1,0 +1,516 @@
+/* The log's mirrors: writes to all of them at once (a worker thread per
+ * mirror when there are several), a mirror's failure, the superblock
+ * on disk, and voiding the log a failed mirror holds.
+ *
+ * A mirror is healthy until a write or sync to it fails; then it is
+ * failed for the rest of the run (never written again), and owed a void
+ * when its log would mislead a replay (mark_failed_locked).  States of
+ * a mirror (m->failed, want_void, voided):
+ *
+ *   healthy      0 0 0   written with every segment and superblock
+ *   failed       1 0 0   not written; its log still counts (the last
+ *                        mirror, until a FLUSH falls back; or no_void)
+ *   owed a void  1 1 0   the writer, FLUSHes that fall back and
+ *                        log_stop try to void it
+ *   voided       1 1 1   both superblock copies void on disk
+ *
+ * Locks: mirrors_io runs under io_lock (one at a time: the writer, or
+ * open/close with no writer) and takes log->lock only to read and
+ * update the mirrors' flags, never across I/O.  void_failed runs under
+ * void_lock (the devices of failed mirrors are used by no one else).
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "log_int.h"
+
+/* ---- I/O on every mirror ---- */
+
+static int
+do_io (struct mirror *m, const struct io *io)
+{
+  int r = 0;
+
+  for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
+    r = dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
+  if (r == 0 && io->sync)
+    r = dev_sync (m->dev);
+  return r;
+}
+
+static void *
+mirror_thread (void *arg)
+{
+  struct mirror *m = arg;
+
+  hhc_lock (&m->mu);
+  for (;;)
+    {
+      while (m->job == NULL && !m->stop)
+        pthread_cond_wait (&m->cv, &m->mu);
+      if (m->job == NULL)
+        break;
+      const struct io *io = m->job;
+      hhc_unlock (&m->mu);
+      int r = do_io (m, io);
+      hhc_lock (&m->mu);
+      m->result = r;
+      m->job = NULL;
+      m->done = true;
+      pthread_cond_broadcast (&m->cv);
+    }
+  hhc_unlock (&m->mu);
+  return NULL;
+}
+
+int
+mirrors_start_threads (struct hhc_log *log)
+{
+  int r;
+
+  if (log->nm < 2)
+    return 0;
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      if ((r = pthread_create (&log->m[i].thread, NULL, mirror_thread,
+                               &log->m[i]))
+          != 0)
+        return r;
+      log->m[i].has_thread = true;
+    }
+  return 0;
+}
+
+void
+mirrors_stop_threads (struct hhc_log *log)
+{
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].has_thread)
+      {
+        hhc_lock (&log->m[i].mu);
+        log->m[i].stop = true;
+        pthread_cond_broadcast (&log->m[i].cv);
+        hhc_unlock (&log->m[i].mu);
+        pthread_join (log->m[i].thread, NULL);
+        log->m[i].has_thread = false;
+      }
+}
+
+/* Owe a void to failed mirror m (log->lock held). */
+static void
+owe_void_locked (struct hhc_log *log, struct mirror *m)
+{
+  if (!m->failed || m->want_void || m->no_void)
+    return;
+  m->want_void = true;
+  __atomic_add_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
+  log->next_void_ns = log->next_dial_ns = 0; /* try at once */
+  log->dial_tries = 0;
+  pthread_cond_broadcast (&log->writer_cv);
+}
+
+/* Mark m failed (log->lock held): it is written no more.  While other
+ * mirrors stay healthy they hold everything it did, and more: it is
+ * owed a void at once.  The last mirror's log is the only copy that
+ * survives the loss of the SSD of what FLUSHes covered: it is owed a
+ * void only once a FLUSH that fell back has written every dirty block
+ * back (log_void_stale).  can_void false (a log that stops being
+ * written at log_stop, its last segment with no room): never voided,
+ * it is what a crash at that moment leaves, which a replay handles.
+ */
+void
+mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
+{
+  if (m->failed)
+    return;
+  m->failed = true;
+  m->no_void = !can_void;
+  log->healthy--;
+  if (log->healthy > 0)
+    owe_void_locked (log, m);
+}
+
+/* The log stops here (write_buffer: a segment that could not be
+ * written; a revoke record that could not be kept): later barriers
+ * must not count what is missing, so every mirror is failed, and
+ * FLUSHes fall back to writing every dirty block back (which then
+ * voids the last mirror: log_void_stale).
+ */
+void
+log_fail_locked (struct hhc_log *log, const char *what, int err)
+{
+  if (log->healthy == 0)
+    return;
+  hhc_log (log->logfn, HHC_LOG_ERROR, "log: %s: %s; the log is no longer used",
+           what, strerror (err));
+  for (unsigned i = 0; i < log->nm; i++)
+    mark_failed_locked (log, &log->m[i], !log->stop);
+  pthread_cond_broadcast (&log->done_cv);
+  pthread_cond_broadcast (&log->buf_cv);
+  pthread_cond_broadcast (&log->writer_cv);
+}
+
+/* A write or sync to m failed with err (no lock held). */
+static void
+mirror_failed (struct hhc_log *log, struct mirror *m, int err)
+{
+  unsigned left;
+
+  hhc_lock (&log->lock);
+  mark_failed_locked (log, m, true);
+  left = log->healthy;
+  pthread_cond_broadcast (&log->done_cv);
+  pthread_cond_broadcast (&log->buf_cv);
+  hhc_unlock (&log->lock);
+  hhc_log (log->logfn, HHC_LOG_ERROR,
+           "log mirror %s failed: %s; it is no longer written (%u "
+           "healthy mirror%s left)",
+           m->dev->name, strerror (err), left, left == 1 ? "" : "s");
+}
+
+/* Start io on m: by its worker when n (mirrors written) > 1, else here
+ * (*res: the result).
+ */
+static void
+mirror_start (struct mirror *m, const struct io *io, unsigned n, int *res)
+{
+  if (n == 1 || !m->has_thread)
+    {
+      *res = do_io (m, io);
+      return;
+    }
+  hhc_lock (&m->mu);
+  m->done = false;
+  m->job = io;
+  pthread_cond_broadcast (&m->cv);
+  hhc_unlock (&m->mu);
+}
+
+/* Wait for what mirror_start gave m's worker, if anything. */
+static int
+mirror_wait (struct mirror *m, unsigned n, int res)
+{
+  if (n == 1 || !m->has_thread)
+    return res;
+  hhc_lock (&m->mu);
+  while (!m->done)
+    pthread_cond_wait (&m->cv, &m->mu);
+  res = m->result;
+  hhc_unlock (&m->mu);
+  return res;
+}
+
+/* Run io on every healthy mirror at once; a mirror that fails is marked
+ * failed.  Returns 0 if at least one mirror succeeded.  Called by one
+ * thread at a time (the writer, or open/close with no writer).
+ */
+int
+mirrors_io_locked (struct hhc_log *log, const struct io *io)
+{
+  bool use[LOG_MAX_MIRRORS];
+  int res[LOG_MAX_MIRRORS];
+  unsigned ok = 0, n = 0;
+
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    n += use[i] = !log->m[i].failed && !(io->sb && log->m[i].sb_hold);
+  hhc_unlock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    if (use[i])
+      mirror_start (&log->m[i], io, n, &res[i]);
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      if (!use[i])
+        continue;
+      res[i] = mirror_wait (&log->m[i], n, res[i]);
+      if (res[i] == 0)
+        ok++;
+      else
+        mirror_failed (log, &log->m[i], res[i]);
+    }
+  hhc_lock (&log->lock);
+  log->st.syncs += io->sync;
+  hhc_unlock (&log->lock);
+  return ok ? 0 : EIO;
+}
+
+int
+mirrors_io (struct hhc_log *log, const struct io *io)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  return mirrors_io_locked (log, io);
+}
+
+/* ---- superblock ---- */
+
+/* The superblock of this log as it is now (io_lock held). */
+static void
+sb_of_log (const struct hhc_log *log, struct log_sb *sb)
+{
+  memset (sb, 0, sizeof *sb);
+  sb->version = LOG_VERSION;
+  sb->block_size = log->bs;
+  memcpy (sb->log_uuid, log->uuid, 16);
+  memcpy (sb->cache_uuid, log->cache_uuid, 16);
+  sb->volume_size = log->volume_size;
+  sb->region_size = log->region_size;
+  sb->segment_size = log->segment_size;
+  sb->identity_len = HHC_MIN (strlen (log->identity), (size_t)LOG_IDENTITY_MAX);
+  memcpy (sb->identity, log->identity, sb->identity_len);
+  sb->head_off = log->hint_off;
+  sb->head_seq = log->hint_seq;
+  sb->generation = log->sb_gen;
+  sb->mirrors = log->nm;
+}
+
+/* Write the superblock (next generation, over the older copy) to every
+ * healthy mirror and sync (io_lock held).
+ */
+int
+write_sb_locked (struct hhc_log *log)
+{
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (LOG_SB_SIZE);
+  struct io io = { .n = 1, .sync = true, .sb = true };
+  struct log_sb sb;
+
+  if (buf == NULL)
+    return ENOMEM;
+  log->sb_gen++;
+  sb_of_log (log, &sb);
+  log_sb_encode (&sb, buf);
+  io.p[0] = buf;
+  io.len[0] = LOG_SB_SIZE;
+  io.off[0] = (log->sb_gen & 1) * LOG_SB_SIZE;
+  return mirrors_io_locked (log, &io);
+}
+
+int
+write_sb (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  return write_sb_locked (log);
+}
+
+/* This run's log is complete on every mirror (log_rebase, log_discard):
+ * a void mirror that joined gets its superblock, both copies (the void
+ * one would win over one).
+ */
+int
+release_sb_hold (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+  bool any = false;
+  int r;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      any |= log->m[i].sb_hold;
+      log->m[i].sb_hold = false;
+    }
+  if (!any)
+    return 0;
+  r = write_sb_locked (log);
+  return r ? r : write_sb_locked (log);
+}
+
+/* Read a mirror's superblock: 0 (valid, into out), ENOENT (blank),
+ * ESTALE (voided: a void superblock, into out), EINVAL (corrupt,
+ * logged).
+ */
+int
+read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
+{
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * LOG_SB_SIZE);
+  struct log_sb sb[2];
+  bool magic = false;
+  int best = -1, r;
+
+  if (buf == NULL)
+    return ENOMEM;
+  if ((r = dev_pread (m->dev, buf, 2 * LOG_SB_SIZE, 0)) != 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR, "log %s: reading superblock: %s",
+               m->dev->name, strerror (r));
+      return r;
+    }
+  for (int c = 0; c < 2; c++)
+    {
+      r = log_sb_decode (buf + c * LOG_SB_SIZE, &sb[c]);
+      /* A void copy wins: only voiding writes one, and a crash in the
+       * middle of it may have left the other copy valid.
+       */
+      if (r == ESTALE)
+        {
+          *out = sb[c];
+          return ESTALE;
+        }
+      magic |= r != ENOENT;
+      if (r == 0 && (best < 0 || sb[c].generation > sb[best].generation))
+        best = c;
+    }
+  if (best < 0 && !magic)
+    return ENOENT;
+  if (best < 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s: superblock is corrupt (bad checksum or version)",
+               m->dev->name);
+      return EINVAL;
+    }
+  *out = sb[best];
+  return 0;
+}
+
+/* ---- voiding a log that fell out of use ----
+ *
+ * A mirror that failed keeps, on disk, the chain it had: entries that
+ * were live then, older than what the cache and the backend get later
+ * (FLUSHes fall back to write-back once no mirror is left, and revokes
+ * no longer reach it).  Replayed after the loss of the SSD it would
+ * write that old data over newer data.  So a failed mirror is voided:
+ * both superblock copies become a void superblock (magic LOG_VOID_MAGIC,
+ * the log and cache UUIDs, crc32c: log-format.h), and a void mirror
+ * reads as blank.  When it is owed one: mark_failed_locked,
+ * log_void_stale.  Then the writer tries when idle, every
+ * VOID_RETRY_NS, as do every FLUSH that falls back and log_stop; a dead
+ * NBD connection is dialled again only as dial_due_locked allows.  A
+ * failed mirror never counts again in this run.
+ */
+
+/* Dialling a dead NBD mirror again is bounded (a TCP connect to a host
+ * that is gone waits minutes): the writer or a FLUSH waits for it.
+ */
+#define VOID_DIAL_MS 1000
+
+static void
+quiet_log (enum hhc_log_level level, const char *msg)
+{
+}
+
+int
+void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
+          const uint8_t cache_uuid[16])
+{
+  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (2 * LOG_SB_SIZE);
+  int r;
+
+  if (sb == NULL)
+    return ENOMEM;
+  log_sb_encode_void (log_uuid, cache_uuid, sb);
+  memcpy (sb + LOG_SB_SIZE, sb, LOG_SB_SIZE);
+  r = dev_pwrite (dev, sb, 2 * LOG_SB_SIZE, 0);
+  return r ? r : dev_sync (dev);
+}
+
+/* May a dead NBD mirror be dialled again now (lock held)?  If so, the
+ * next dial waits 1, 2, 4, then 8 s: against a host that is gone each
+ * costs VOID_DIAL_MS of a FLUSH's or the writer's time.
+ */
+static bool
+dial_due_locked (struct hhc_log *log)
+{
+  uint64_t now = hhc_now_ns ();
+
+  if (now < log->next_dial_ns)
+    return false;
+  log->next_dial_ns
+      = now + ((uint64_t)VOID_RETRY_NS << HHC_MIN (log->dial_tries, 3u));
+  log->dial_tries++;
+  return true;
+}
+
+/* Void m, dialling a dead NBD mirror again if dial.  A dead NBD
+ * connection fails every request for ever: dial the server again (it
+ * may be back).  A file device is not opened twice (flock).
+ */
+static int
+void_mirror (struct mirror *m, const uint8_t luuid[16], const uint8_t cuuid[16],
+             bool dial)
+{
+  int r = void_dev (m->dev, luuid, cuuid);
+  struct hhc_dev *d;
+
+  if (r && dial && m->path && dev_is_nbd_uri (m->path)
+      && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_log, &d) == 0)
+    {
+      r = void_dev (d, luuid, cuuid);
+      dev_close (d);
+    }
+  return r;
+}
+
+/* Record (and log) how voiding m went. */
+static void
+void_done (struct hhc_log *log, struct mirror *m, int r)
+{
+  hhc_lock (&log->lock);
+  bool warn = r && !m->void_warned;
+  if (r == 0)
+    {
+      m->voided = true;
+      __atomic_sub_fetch (&log->unvoided, 1, __ATOMIC_ACQ_REL);
+    }
+  else
+    m->void_warned = true;
+  hhc_unlock (&log->lock);
+  if (r == 0)
+    hhc_log (log->logfn, HHC_LOG_WARNING,
+             "log mirror %s: voided (it failed earlier; nothing on it "
+             "can be replayed now)",
+             m->dev->name);
+  else if (warn)
+    hhc_log (log->logfn, HHC_LOG_ERROR,
+             "log mirror %s: cannot void it yet (%s): retrying; until "
+             "then it holds a stale log, which a restart after the loss "
+             "of the cache would replay",
+             m->dev->name, strerror (r));
+}
+
+/* Void every failed mirror that is owed it, dialling a dead NBD one
+ * again if dial (void_lock held; not log->lock: the devices of failed
+ * mirrors are used by no one else).
+ */
+static void
+void_failed (struct hhc_log *log, bool dial)
+{
+  uint8_t luuid[16], cuuid[16];
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      hhc_lock (&log->lock);
+      bool todo = m->want_void && !m->voided;
+      memcpy (luuid, log->uuid, 16);
+      memcpy (cuuid, log->cache_uuid, 16);
+      hhc_unlock (&log->lock);
+      if (todo)
+        void_done (log, m, void_mirror (m, luuid, cuuid, dial));
+    }
+}
+
+unsigned
+log_void_stale (struct hhc_log *log)
+{
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    owe_void_locked (log, &log->m[i]);
+  hhc_unlock (&log->lock);
+  return log_void_failed (log);
+}
+
+unsigned
+log_void_failed (struct hhc_log *log)
+{
+  if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) == 0)
+    return 0;
+  hhc_lock (&log->lock);
+  bool dial = dial_due_locked (log);
+  hhc_unlock (&log->lock);
+  HHC_SCOPED_LOCK (&log->void_lock);
+  void_failed (log, dial);
+  return __atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,547 @@
+/* Opening a log: the mirrors' superblocks (every valid one of the same
+ * log and backend), the geometry, the format of a blank log, and the
+ * scan of every valid mirror (the one with the newest barrier is the
+ * one replay reads).  Also log_retire, which checks and voids a log
+ * without opening it for use, and freeing a log.
+ *
+ * No lock: a log being opened or retired is not shared yet.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "common.h"
+#include "log_int.h"
+
+void
+free_log (struct hhc_log *log)
+{
+  if (log == NULL)
+    return;
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      if (log->m[i].own)
+        dev_close (log->m[i].dev);
+      free (log->m[i].path);
+      pthread_mutex_destroy (&log->m[i].mu);
+      pthread_cond_destroy (&log->m[i].cv);
+    }
+  for (unsigned i = 0; log->bufs && i < log->nbufs; i++)
+    {
+      free (log->bufs[i].mem);
+      free (log->bufs[i].lbas);
+      free (log->bufs[i].keys);
+      u64_vec_reset (&log->bufs[i].revokes);
+      u32_vec_reset (&log->bufs[i].deaths);
+    }
+  free (log->bufs);
+  free (log->hdrbuf);
+  free (log->markbuf);
+  free (log->ring);
+  free (log->keys);
+  free (log->unlogged);
+  u64_vec_reset (&log->pending_rev);
+  death_vec_reset (&log->deaths);
+  scan_free (&log->scan);
+  free (log->identity);
+  pthread_mutex_destroy (&log->lock);
+  pthread_mutex_destroy (&log->io_lock);
+  pthread_mutex_destroy (&log->void_lock);
+  pthread_cond_destroy (&log->writer_cv);
+  pthread_cond_destroy (&log->done_cv);
+  pthread_cond_destroy (&log->buf_cv);
+  free (log);
+}
+
+/* Offline (hhcctl recover, no identity given): take the volume the
+ * valid superblock sb records.
+ */
+static int
+adopt_volume (struct hhc_log *log, const struct log_sb *sb)
+{
+  char *id = strndup (sb->identity, sb->identity_len);
+
+  if (id == NULL)
+    return ENOMEM;
+  free (log->identity);
+  log->identity = id;
+  log->volume_size = sb->volume_size;
+  log->bs = sb->block_size;
+  /* The log's own segment size, not the default, or a small log made
+   * with segment-size=64K is refused as too small for 1M segments
+   * (found by fuzz-log).
+   */
+  uint32_t seg = sb->segment_size;
+  if (HHC_IS_POW2 (seg) && seg >= 64 * 1024 && seg <= 64 * 1024 * 1024
+      && seg >= log->bs)
+    log->segment_size = seg;
+  log->max_blocks = HHC_MAX (log->segment_size / log->bs, 1);
+  log->adopt = false;
+  return 0;
+}
+
+/* Does a valid superblock belong to this backend? */
+static int
+check_sb_owner (struct hhc_log *log, struct mirror *m, const struct log_sb *sb)
+{
+  uint32_t idl = sb->identity_len;
+  int r;
+
+  if (log->adopt && idl <= LOG_IDENTITY_MAX && HHC_IS_POW2 (sb->block_size)
+      && (r = adopt_volume (log, sb)) != 0)
+    return r;
+  if (idl > LOG_IDENTITY_MAX || sb->volume_size != log->volume_size
+      || sb->block_size != log->bs || idl != strlen (log->identity)
+      || memcmp (sb->identity, log->identity, idl) != 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s belongs to another volume (identity \"%.*s\", %" PRIu64
+               " bytes, block size %u; this volume is \"%s\", %" PRIu64
+               " bytes, block size %u): use a blank log device",
+               m->dev->name, (int)HHC_MIN (idl, LOG_IDENTITY_MAX), sb->identity,
+               sb->volume_size, sb->block_size, log->identity, log->volume_size,
+               log->bs);
+      return EINVAL;
+    }
+  return 0;
+}
+
+/* Open mirror i: conf's test device or its path. */
+static int
+open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
+{
+  pthread_mutex_init (&m->mu, NULL);
+  pthread_cond_init (&m->cv, NULL);
+  if (conf->paths && conf->paths[i]
+      && (m->path = strdup (conf->paths[i])) == NULL)
+    return ENOMEM;
+  if (conf->test_devs && conf->test_devs[i])
+    {
+      m->dev = conf->test_devs[i];
+      return 0;
+    }
+  int r = dev_open_path (conf->paths[i], 0, false, conf->log, &m->dev);
+  m->own = r == 0;
+  return r;
+}
+
+/* A log with conf's geometry and its mirrors open (nothing read). */
+int
+new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
+{
+  struct hhc_log *log = calloc (1, sizeof *log);
+
+  *logp = log;
+  *min_size = UINT64_MAX;
+  if (log == NULL)
+    return ENOMEM;
+  pthread_mutex_init (&log->lock, NULL);
+  pthread_mutex_init (&log->io_lock, NULL);
+  pthread_mutex_init (&log->void_lock, NULL);
+  pthread_cond_init (&log->writer_cv, NULL);
+  pthread_cond_init (&log->done_cv, NULL);
+  pthread_cond_init (&log->buf_cv, NULL);
+  log->logfn = conf->log;
+  log->ring_max = conf->ring_slots;
+  log->bs = conf->block_size;
+  log->volume_size = conf->volume_size;
+  log->segment_size = conf->segment_size ? conf->segment_size : 1024 * 1024;
+  log->segment_size = HHC_MAX (log->segment_size, log->bs);
+  log->max_blocks = log->segment_size / log->bs;
+  log->identity
+      = strndup (conf->identity ? conf->identity : "", LOG_IDENTITY_MAX);
+  log->adopt = conf->identity == NULL;
+  if (log->identity == NULL)
+    return ENOMEM;
+  if (conf->npaths == 0 || conf->npaths > LOG_MAX_MIRRORS)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR, "log= may be given 1 to %d times",
+               LOG_MAX_MIRRORS);
+      return EINVAL;
+    }
+  for (unsigned i = 0; i < conf->npaths; i++)
+    {
+      struct mirror *m = &log->m[log->nm++];
+      int r = open_mirror (conf, i, m);
+      if (r)
+        return r;
+      *min_size = HHC_MIN (*min_size, m->dev->size);
+    }
+  return 0;
+}
+
+/* ---- log_open, step by step ---- */
+
+/* Superblocks: every valid one must be of the same log and backend.
+ * The newest valid one into *good; how many are valid, and how many
+ * void (those are used as blank devices).
+ */
+static int
+open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
+               unsigned *nvoid)
+{
+  struct log_sb sb;
+  int r;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      r = read_sb (log, m, &sb);
+      if (r == ESTALE)
+        {
+          hhc_log (log->logfn, HHC_LOG_INFO,
+                   "log %s was voided (it fell out of use in an earlier run): "
+                   "it holds nothing to replay and is used as a blank device",
+                   m->dev->name);
+          ++*nvoid;
+          m->sb_hold = true;
+          r = ENOENT;
+        }
+      if (r == ENOENT)
+        {
+          m->blank = true;
+          continue;
+        }
+      if (r || (r = check_sb_owner (log, m, &sb)) != 0)
+        return r;
+      if (*nvalid && memcmp (sb.log_uuid, good->log_uuid, 16) != 0)
+        {
+          hhc_log (log->logfn, HHC_LOG_ERROR,
+                   "log mirrors %s and %s belong to different logs: give "
+                   "mirrors of one log, or blank devices",
+                   log->m[0].dev->name, m->dev->name);
+          return EINVAL;
+        }
+      if (*nvalid == 0 || sb.generation > good->generation)
+        *good = sb;
+      ++*nvalid;
+    }
+  return 0;
+}
+
+/* A new log (no mirror holds one) over the smallest mirror. */
+static void
+open_blank (struct hhc_log *log, const uint8_t cache_uuid[16],
+            uint64_t min_size)
+{
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].sb_hold = false; /* formatted below, as blank ones */
+  log->region_size = min_size > LOG_REGION_OFF
+                         ? (min_size - LOG_REGION_OFF) / LOG_ALIGN * LOG_ALIGN
+                         : 0;
+  log->region_size = HHC_MIN (log->region_size, LOG_MAX_REGION);
+  hhc_make_uuid (log->uuid);
+  memcpy (log->cache_uuid, cache_uuid, 16);
+  log->hint_off = 0;
+  log->hint_seq = 1;
+}
+
+/* The log the valid superblock good records.  What it records is
+ * checked before any sum with it: a region of 2^64 - 64 KiB wrapped
+ * LOG_REGION_OFF + region_size to 0, passed the size check, and
+ * log_start tried to allocate a ring of 2^32 entries; with a head
+ * sequence 0, every barrier of the next run would count as durable at
+ * once (fuzz-log, in CI).
+ */
+static int
+open_valid (struct hhc_log *log, const struct log_sb *good)
+{
+  memcpy (log->uuid, good->log_uuid, 16);
+  memcpy (log->cache_uuid, good->cache_uuid, 16);
+  log->region_size = good->region_size;
+  log->hint_off = good->head_off;
+  log->hint_seq = good->head_seq;
+  log->sb_gen = good->generation;
+  switch (log_sb_check (good))
+    {
+    case LOG_SB_SOUND:
+      return 0;
+    case LOG_SB_BAD_HEAD_SEQ:
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log: superblock is corrupt (head sequence %" PRIu64 ")",
+               log->hint_seq);
+      return EINVAL;
+    case LOG_SB_BAD_REGION:
+      break;
+    }
+  hhc_log (log->logfn, HHC_LOG_ERROR,
+           "log %s: superblock is corrupt (region of %" PRIu64
+           " bytes, head at %" PRIu64 ")",
+           log->m[0].dev->name, log->region_size, log->hint_off);
+  return EINVAL;
+}
+
+/* The buffers and what each holds of the region: a region must hold
+ * the reservations of every buffer and more, and every mirror the
+ * region.
+ */
+static int
+open_buffers (struct hhc_log *log, unsigned nbuffers)
+{
+  log->nbufs = nbuffers ? nbuffers : 4;
+  log->rev_cap = HHC_MAX (log->max_blocks, 256u);
+  log->reserve = HHC_ROUND_UP ((uint64_t)log->max_blocks * log->bs, LOG_ALIGN)
+                 + log_seg_hdr_len (log->max_blocks, log->rev_cap);
+  /* A small log uses fewer buffers (at least 2): the reservations of
+   * all of them, one more for wrap waste and one to spare must fit.
+   */
+  while (log->nbufs > 2
+         && (uint64_t)(log->nbufs + 3) * log->reserve > log->region_size)
+    log->nbufs--;
+  uint64_t need = 5 * log->reserve;
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->region_size < need || log->region_size % LOG_ALIGN
+        || log->m[i].dev->size < LOG_REGION_OFF
+        || log->m[i].dev->size - LOG_REGION_OFF < log->region_size
+        || log->hint_off >= log->region_size)
+      {
+        hhc_log (log->logfn, HHC_LOG_ERROR,
+                 "log %s: device is too small (%" PRIu64
+                 " bytes; with segment-size=%u it needs at least %" PRIu64 ")",
+                 log->m[i].dev->name, log->m[i].dev->size, log->segment_size,
+                 LOG_REGION_OFF + HHC_MAX (need, log->region_size));
+        return EINVAL;
+      }
+  return 0;
+}
+
+/* Format: the superblock on every mirror, and the first segment
+ * position cleared so no older log's data can be mistaken.
+ */
+static int
+open_format (struct hhc_log *log)
+{
+  HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (2 * LOG_SB_SIZE);
+  struct io io = { .n = 2, .sync = true };
+  int r;
+
+  if (zero == NULL)
+    return ENOMEM;
+  io.p[0] = io.p[1] = zero;
+  io.len[0] = 2 * LOG_SB_SIZE;
+  io.len[1] = LOG_ALIGN;
+  io.off[0] = 0;
+  io.off[1] = LOG_REGION_OFF;
+  if ((r = mirrors_io (log, &io)) != 0 || (r = write_sb (log)) != 0
+      || log->healthy < log->nm)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR, "formatting the log failed");
+      return r ? r : EIO;
+    }
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].blank = false;
+  hhc_log (log->logfn, HHC_LOG_INFO,
+           "log: formatted %u mirror%s, region of %" PRIu64 " bytes", log->nm,
+           log->nm == 1 ? "" : "s", log->region_size);
+  return 0;
+}
+
+/* Scan every valid mirror; the one with the newest barrier counts. */
+static int
+open_scan (struct hhc_log *log)
+{
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct scan s;
+      int r;
+      if (log->m[i].blank)
+        continue;
+      if ((r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s))
+          != 0)
+        {
+          scan_free (&s);
+          return r;
+        }
+      long lb = s.last_barrier, cb = log->scan.last_barrier;
+      bool better
+          = log->scan.end_seq == 0
+            || (lb >= 0
+                && (cb < 0 || s.segs.ptr[lb].seq > log->scan.segs.ptr[cb].seq))
+            || (lb == cb && s.end_seq > log->scan.end_seq);
+      if (better)
+        {
+          scan_free (&log->scan);
+          log->scan = s;
+          log->best = i;
+        }
+      else
+        scan_free (&s);
+    }
+  return 0;
+}
+
+/* From the superblocks to a log ready to scan (or formatted). */
+static int
+open_log (struct hhc_log *log, const struct log_conf *conf,
+          const uint8_t cache_uuid[16], uint64_t min_size,
+          enum log_found *found)
+{
+  struct log_sb good;
+  unsigned nvalid = 0, nvoid = 0;
+  int r;
+
+  if ((r = open_read_sbs (log, &good, &nvalid, &nvoid)) != 0)
+    return r;
+  if (nvalid == 0 && conf->identity == NULL)
+    {
+      hhc_log (conf->log, HHC_LOG_ERROR,
+               nvoid ? "%s: the log was voided (it fell out of use): it "
+                       "holds nothing to recover"
+                     : "%s: not an HHC log",
+               log->m[0].dev->name);
+      return EINVAL;
+    }
+  if (nvalid == 0)
+    open_blank (log, cache_uuid, min_size);
+  else if ((r = open_valid (log, &good)) != 0)
+    return r;
+  if ((r = open_buffers (log, conf->nbuffers)) != 0)
+    return r;
+  log->healthy = log->nm;
+  log->st.mirrors = log->nm;
+  if (nvalid == 0 && (r = open_format (log)) != 0)
+    return r;
+  *found = nvalid ? LOG_FOUND_VALID : LOG_FOUND_BLANK;
+  return 0;
+}
+
+int
+log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
+          struct hhc_log **logp, enum log_found *found)
+{
+  struct hhc_log *log;
+  uint64_t min_size;
+  int r = new_log (conf, &log, &min_size);
+
+  if (r == 0)
+    r = open_log (log, conf, cache_uuid, min_size, found);
+  if (r == 0)
+    r = open_scan (log);
+  if (r)
+    {
+      free_log (log);
+      return r;
+    }
+  if (*found == LOG_FOUND_BLANK)
+    {
+      log->scan.end_lpos = 0;
+      log->scan.end_seq = 1;
+      log->scan.last_barrier = -1;
+    }
+  *logp = log;
+  return 0;
+}
+
+/* ---- retiring a log ---- */
+
+/* Is the superblock sb (valid or void) of the log log_uuid, or, when
+ * that is zero (a cache of an earlier build does not record it), of a
+ * log paired with cache cache_uuid?
+ */
+static bool
+sb_of_cache (const struct log_sb *sb, const uint8_t cache_uuid[16],
+             const uint8_t log_uuid[16])
+{
+  static const uint8_t zero[16];
+
+  if (memcmp (log_uuid, zero, 16) != 0)
+    return memcmp (sb->log_uuid, log_uuid, 16) == 0;
+  return memcmp (sb->cache_uuid, cache_uuid, 16) == 0;
+}
+
+/* Check every mirror of a log to retire: each is blank, or valid or
+ * void and of this cache; at least one is not blank.  Fill the UUIDs
+ * from a valid one.  ESTALE: none is valid (every one void already).
+ */
+static int
+check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
+              const uint8_t log_uuid[16])
+{
+  unsigned nvalid = 0, nvoid = 0, recorded = 0;
+  struct log_sb sb;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      int r = read_sb (log, m, &sb);
+      if (r == ENOENT)
+        continue;
+      if (r == 0)
+        recorded = HHC_MAX (recorded, sb.mirrors);
+      if (r != 0 && r != ESTALE)
+        return r;
+      if (!sb_of_cache (&sb, cache_uuid, log_uuid))
+        {
+          hhc_log (log->logfn, HHC_LOG_ERROR,
+                   "log %s belongs to another cache: give the log this "
+                   "cache was used with in mode hhc",
+                   m->dev->name);
+          return EINVAL;
+        }
+      m->want_void = r == 0;
+      nvoid += r == ESTALE;
+      if (r == 0)
+        {
+          memcpy (log->uuid, sb.log_uuid, 16);
+          memcpy (log->cache_uuid, sb.cache_uuid, 16);
+          nvalid++;
+        }
+    }
+  if (recorded > log->nm)
+    {
+      /* A mirror left out would still be replayed. */
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s had %u mirrors when last written, %u given: give "
+               "every mirror of it as log=",
+               log->m[0].dev->name, recorded, log->nm);
+      return EINVAL;
+    }
+  if (nvalid + nvoid == 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_ERROR,
+               "log %s is blank, not the log this cache was used with in "
+               "mode hhc: give that log's log=",
+               log->m[0].dev->name);
+      return EINVAL;
+    }
+  return nvalid ? 0 : ESTALE;
+}
+
+int
+log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
+            const uint8_t log_uuid[16], bool void_it)
+{
+  struct hhc_log *log;
+  uint64_t min_size;
+  int r = new_log (conf, &log, &min_size);
+
+  if (r == 0)
+    r = check_retire (log, cache_uuid, log_uuid);
+  for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
+    if (log->m[i].want_void
+        && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid)) != 0)
+      hhc_log (conf->log, HHC_LOG_ERROR, "log %s: voiding it: %s",
+               log->m[i].dev->name, strerror (r));
+  if (r == 0 && void_it)
+    hhc_log (conf->log, HHC_LOG_INFO,
+             "log: voided (retired): the cache is used without it from now "
+             "on");
+  free_log (log);
+  return r == ESTALE ? 0 : r;
+}
+
+void
+log_volume (struct hhc_log *log, const char **identity, uint64_t *size,
+            uint32_t *block_size)
+{
+  *identity = log->identity;
+  *size = log->volume_size;
+  *block_size = log->bs;
+}
+
+void
+log_uuids (struct hhc_log *log, uint8_t log_uuid[16], uint8_t cache_uuid[16])
+{
+  memcpy (log_uuid, log->uuid, 16);
+  memcpy (cache_uuid, log->cache_uuid, 16);
+}

@@ -1,0 +1,188 @@
+/* Replay (the SSD was lost): the segments of the best mirror's chain
+ * from the head hint (or the last barrier's base, if later) to the
+ * last segment with the barrier flag, into the backend.  Per segment
+ * first its revokes, then its blocks: last writer wins.  The headers
+ * are read first into a map from LBA to where its data is (or revoked),
+ * then each surviving block is read and written once.
+ *
+ * No lock: after log_open, before log_start.
+ */
+#include <config.h>
+
+#include "common.h"
+#include "log_int.h"
+
+/* LBA -> device offset of its data (UINT64_MAX: revoked). */
+struct rmap {
+  uint64_t *lba, *off;
+  size_t cap, n;
+};
+
+static uint64_t *
+rmap_slot (struct rmap *m, uint64_t lba)
+{
+  size_t i = hhc_hash64 (lba) & (m->cap - 1);
+
+  while (m->lba[i] != UINT64_MAX && m->lba[i] != lba)
+    i = (i + 1) & (m->cap - 1);
+  if (m->lba[i] == UINT64_MAX)
+    {
+      m->lba[i] = lba;
+      m->off[i] = UINT64_MAX;
+      m->n++;
+    }
+  return &m->off[i];
+}
+
+/* The segments to replay: scan indexes first..last (-1: none), how
+ * many entries they hold and their largest header.
+ */
+struct rplan {
+  long first, last;
+  uint64_t entries;
+  uint32_t maxhl;
+};
+
+static void
+replay_plan (struct hhc_log *log, struct rplan *p)
+{
+  struct scan *s = &log->scan;
+  uint64_t start_seq;
+
+  p->first = -1;
+  p->last = s->last_barrier;
+  p->entries = 0;
+  p->maxhl = LOG_ALIGN;
+  if (p->last < 0)
+    return;
+  start_seq = HHC_MAX (log->hint_seq, s->segs.ptr[p->last].base);
+  for (long i = 0; i <= p->last; i++)
+    if (s->segs.ptr[i].seq >= start_seq)
+      {
+        if (p->first < 0)
+          p->first = i;
+        p->entries += s->segs.ptr[i].nblocks + s->segs.ptr[i].nrevokes;
+        p->maxhl = HHC_MAX (p->maxhl, s->segs.ptr[i].hdr_len);
+      }
+}
+
+/* One segment's header (read into hdr) into the map. */
+static int
+map_segment (struct hhc_log *log, struct mirror *m, const struct seg_info *si,
+             unsigned char *hdr, struct rmap *map)
+{
+  uint64_t nblocks = (log->volume_size + log->bs - 1) / log->bs;
+  uint64_t phys = si->lpos % log->region_size;
+  int r;
+
+  if ((r = dev_pread (m->dev, hdr, si->hdr_len, LOG_REGION_OFF + phys)) != 0)
+    return r;
+  for (uint32_t j = 0; j < si->nrevokes; j++)
+    *rmap_slot (map, log_seg_revoke (hdr, si->nblocks, j)) = UINT64_MAX;
+  for (uint32_t j = 0; j < si->nblocks; j++)
+    {
+      uint64_t lba = log_seg_lba (hdr, j);
+      if (lba >= nblocks)
+        {
+          hhc_log (log->logfn, HHC_LOG_ERROR,
+                   "log %s: segment %" PRIu64 " names block %" PRIu64
+                   " beyond the volume: refusing to replay",
+                   m->dev->name, si->seq, lba);
+          return EINVAL;
+        }
+      *rmap_slot (map, lba)
+          = LOG_REGION_OFF + phys + si->hdr_len + (uint64_t)j * log->bs;
+    }
+  return 0;
+}
+
+/* Every block the map holds (not revoked), read and written once. */
+static int
+replay_blocks (struct hhc_log *log, struct mirror *m, const struct rmap *map,
+               int (*write) (void *opaque, const void *buf, uint64_t lba),
+               void (*progress) (void *opaque, uint64_t done, uint64_t total),
+               void *opaque, uint64_t *totalp)
+{
+  HHC_CLEANUP_FREE char *blk = hhc_alloc_aligned (log->bs);
+  uint64_t done = 0, total = 0;
+  int r = 0;
+
+  if (blk == NULL)
+    return ENOMEM;
+  for (size_t i = 0; i < map->cap; i++)
+    total += map->lba[i] != UINT64_MAX && map->off[i] != UINT64_MAX;
+  for (size_t i = 0; i < map->cap && r == 0; i++)
+    {
+      if (map->lba[i] == UINT64_MAX || map->off[i] == UINT64_MAX)
+        continue;
+      r = dev_pread (m->dev, blk, log->bs, map->off[i]);
+      if (r == 0)
+        r = write (opaque, blk, map->lba[i]);
+      if (r == 0 && progress && (++done % 256 == 0 || done == total))
+        progress (opaque, done, total);
+    }
+  *totalp = total;
+  return r;
+}
+
+/* The map of the planned segments: a hash of at least twice as many
+ * slots as entries.
+ */
+static int
+replay_map (struct hhc_log *log, struct mirror *m, const struct rplan *p,
+            struct rmap *map)
+{
+  HHC_CLEANUP_FREE unsigned char *hdr = hhc_alloc_aligned (p->maxhl);
+  int r = 0;
+
+  map->cap = 16;
+  while (map->cap < 2 * p->entries + 16)
+    map->cap *= 2;
+  map->lba = malloc (map->cap * 8);
+  map->off = malloc (map->cap * 8);
+  if (!map->lba || !map->off || !hdr)
+    return ENOMEM;
+  memset (map->lba, 0xff, map->cap * 8);
+  hhc_log (log->logfn, HHC_LOG_INFO,
+           "log replay: segments %" PRIu64 " to %" PRIu64 " from %s",
+           log->scan.segs.ptr[p->first].seq, log->scan.segs.ptr[p->last].seq,
+           m->dev->name);
+  for (long i = p->first; r == 0 && i <= p->last; i++)
+    r = map_segment (log, m, &log->scan.segs.ptr[i], hdr, map);
+  return r;
+}
+
+int
+log_replay (struct hhc_log *log,
+            int (*write) (void *opaque, const void *buf, uint64_t lba),
+            void (*progress) (void *opaque, uint64_t done, uint64_t total),
+            void *opaque)
+{
+  struct mirror *m = &log->m[log->best];
+  struct rmap map = { 0 };
+  struct rplan p;
+  uint64_t total = 0;
+  int r;
+
+  replay_plan (log, &p);
+  if (p.last < 0)
+    {
+      hhc_log (log->logfn, HHC_LOG_INFO,
+               "log replay: no complete barrier in the log, nothing to "
+               "replay");
+      return 0;
+    }
+  if (p.first < 0)
+    return 0;
+  r = replay_map (log, m, &p, &map);
+  if (r == 0)
+    r = replay_blocks (log, m, &map, write, progress, opaque, &total);
+  if (r == 0)
+    hhc_log (log->logfn, HHC_LOG_INFO,
+             "log replay: %" PRIu64 " blocks replayed", total);
+  else
+    hhc_log (log->logfn, HHC_LOG_ERROR, "log replay failed: %s", strerror (r));
+  free (map.lba);
+  free (map.off);
+  return r;
+}

@@ -1,0 +1,277 @@
+/* Scanning a log mirror: the chain of segments that replay follows,
+ * from the head hint while sequence numbers, chain links and checksums
+ * verify; and the read-only inspection of it (hhcctl check).  Reads
+ * only; no lock (log_open, before the writer, or offline).
+ */
+#include <config.h>
+
+#include "common.h"
+#include "log_int.h"
+
+/* Segments are checksummed in reads of at most this. */
+#define SCAN_CHUNK (1024 * 1024)
+
+void
+scan_free (struct scan *s)
+{
+  seginfo_vec_reset (&s->segs);
+}
+
+/* Decode the segment header read at phys (its first LOG_ALIGN bytes in
+ * h) into *sh: true if it is segment seq of this log, and fits.
+ */
+static bool
+header_ok (struct hhc_log *log, const unsigned char *h, uint64_t seq,
+           uint64_t phys, struct log_seg_hdr *sh)
+{
+  if (log_seg_decode (h, sh) != 0 || sh->seq != seq
+      || memcmp (sh->log_uuid, log->uuid, 16) != 0
+      || sh->seg_id != phys / LOG_ALIGN)
+    return false;
+  return log_seg_fits (sh, phys, log->region_size, log->bs);
+}
+
+/* A buffer for the reads of segment_sum: grown to the largest read, at
+ * most SCAN_CHUNK (most segments are far smaller, and a fresh megabyte
+ * per scan costs 256 page faults).
+ */
+struct scanbuf {
+  unsigned char *p;
+  size_t size;
+};
+
+static void
+scanbuf_free (struct scanbuf *b)
+{
+  free (b->p);
+}
+
+/* The checksum of the segment at phys on m, total bytes of header and
+ * data, whose header (flags and first LOG_ALIGN bytes) is sh and h: the
+ * rest read in chunks into big.  0 (*sum set), EILSEQ (it would run
+ * past the region), ENOMEM, or the read's errno.
+ */
+static int
+segment_sum (struct hhc_log *log, struct mirror *m,
+             const struct log_seg_hdr *sh, const unsigned char *h,
+             uint64_t phys, uint64_t total, struct scanbuf *big, uint32_t *sum)
+{
+  struct log_segck ck;
+  int r;
+
+  log_segck_init (&ck, sh->flags);
+  log_segck_add_header (&ck, h, LOG_ALIGN);
+  for (uint64_t done = LOG_ALIGN; done < total;)
+    {
+      uint64_t n = HHC_MIN ((uint64_t)SCAN_CHUNK, total - done);
+      uint64_t rd = HHC_ROUND_UP (n, 512);
+      if (rd > big->size)
+        {
+          free (big->p);
+          big->size = HHC_ROUND_UP (rd, LOG_ALIGN);
+          if ((big->p = hhc_alloc_aligned (big->size)) == NULL)
+            return ENOMEM;
+        }
+      if (phys + done + rd > log->region_size)
+        return EILSEQ;
+      if ((r = dev_pread (m->dev, big->p, rd, LOG_REGION_OFF + phys + done))
+          != 0)
+        return r;
+      log_segck_add (&ck, big->p, n);
+      done += n;
+    }
+  *sum = log_segck_final (&ck);
+  return 0;
+}
+
+static int
+scan_append (struct scan *s, const struct log_seg_hdr *sh, uint64_t lpos)
+{
+  struct seg_info si = { sh->seq,     sh->base,    lpos,        sh->flags,
+                         sh->hdr_len, sh->nblocks, sh->nrevokes };
+
+  if (seginfo_vec_append (&s->segs, si))
+    return ENOMEM;
+  if (sh->flags & LOG_F_BARRIER)
+    s->last_barrier = s->segs.len - 1;
+  return 0;
+}
+
+/* Follow the chain of segments from the head hint on mirror m. */
+int
+scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
+             uint64_t hint_seq, struct scan *s)
+{
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
+  struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
+  uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
+  bool wrapped = false, have_prev = false;
+  uint32_t prev_crc = 0, sum;
+
+  memset (s, 0, sizeof *s);
+  s->last_barrier = -1;
+  if (h == NULL)
+    return ENOMEM;
+  while (lpos - start < log->region_size)
+    {
+      uint64_t phys = lpos % log->region_size;
+      struct log_seg_hdr sh;
+      if (phys + LOG_ALIGN > log->region_size)
+        {
+          lpos += log->region_size - phys;
+          continue;
+        }
+      if (dev_pread (m->dev, h, LOG_ALIGN, LOG_REGION_OFF + phys) != 0
+          || !header_ok (log, h, seq, phys, &sh))
+        break;
+      /* Each segment names its predecessor's crc: a stale segment of a
+       * crashed run whose sequence number fits is not taken for ours.
+       */
+      if (have_prev && sh.prev_checksum != prev_crc)
+        break;
+      int r = segment_sum (log, m, &sh, h, phys,
+                           sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &big,
+                           &sum);
+      if (r == ENOMEM)
+        return ENOMEM;
+      if (r || sum != sh.checksum)
+        break;
+      if (sh.flags & LOG_F_WRAP)
+        {
+          if (wrapped || sh.nblocks)
+            break;
+          wrapped = true;
+          lpos += log->region_size - phys;
+          continue;
+        }
+      wrapped = false;
+      prev_crc = sh.checksum;
+      have_prev = true;
+      if (scan_append (s, &sh, lpos))
+        return ENOMEM;
+      lpos += sh.hdr_len + log_seg_data_len (sh.nblocks, log->bs);
+      seq++;
+    }
+  s->end_lpos = lpos;
+  s->end_seq = seq;
+  s->end_crc = prev_crc;
+  return 0;
+}
+
+/* ---- read-only inspection (hhcctl check) ---- */
+
+int
+log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
+                     struct log_seg_desc *d)
+{
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
+  struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
+  struct log_seg_hdr sh;
+  uint32_t sum;
+  int r;
+
+  if (i >= log->nm || off % LOG_ALIGN || off + LOG_ALIGN > log->region_size)
+    return EINVAL;
+  if (h == NULL)
+    return ENOMEM;
+  if ((r = dev_pread (log->m[i].dev, h, LOG_ALIGN, LOG_REGION_OFF + off)) != 0)
+    return r;
+  if (log_seg_decode (h, &sh) == ENOENT
+      || memcmp (sh.log_uuid, log->uuid, 16) != 0
+      || sh.seg_id != off / LOG_ALIGN)
+    return ENOENT;
+  *d = (struct log_seg_desc){
+    .seq = sh.seq,
+    .base = sh.base,
+    .off = off,
+    .flags = sh.flags,
+    .nblocks = sh.nblocks,
+    .nrevokes = sh.nrevokes,
+    .crc = sh.checksum,
+    .prev_crc = sh.prev_checksum,
+  };
+  if (!header_ok (log, h, d->seq, off, &sh))
+    return EILSEQ;
+  d->len = sh.hdr_len + log_seg_data_len (sh.nblocks, log->bs);
+  r = segment_sum (log, &log->m[i], &sh, h, off,
+                   sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &big, &sum);
+  if (r)
+    return r;
+  return sum == d->crc ? 0 : EILSEQ;
+}
+
+/* The chain scan s of mirror i, as c describes it. */
+static int
+describe_chain (struct hhc_log *log, unsigned i, const struct scan *s,
+                struct log_chain_desc *c)
+{
+  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
+  struct log_seg_hdr sh;
+  int r = 0;
+
+  if (h == NULL
+      || (c->segs = calloc (s->segs.len + 1, sizeof *c->segs)) == NULL)
+    return ENOMEM;
+  for (size_t k = 0; r == 0 && k < s->segs.len; k++)
+    {
+      const struct seg_info *si = &s->segs.ptr[k];
+      uint64_t phys = si->lpos % log->region_size;
+      r = dev_pread (log->m[i].dev, h, LOG_ALIGN, LOG_REGION_OFF + phys);
+      log_seg_decode (h, &sh);
+      c->segs[k] = (struct log_seg_desc){
+        .seq = si->seq,
+        .base = si->base,
+        .off = phys,
+        .len = si->hdr_len + log_seg_data_len (si->nblocks, log->bs),
+        .flags = si->flags,
+        .nblocks = si->nblocks,
+        .nrevokes = si->nrevokes,
+        .crc = sh.checksum,
+        .prev_crc = sh.prev_checksum,
+      };
+    }
+  return r;
+}
+
+int
+log_inspect_chain (struct hhc_log *log, unsigned i, struct log_chain_desc *c)
+{
+  struct scan s;
+  int r;
+
+  memset (c, 0, sizeof *c);
+  c->last_barrier = -1;
+  c->end_seq = log->hint_seq;
+  c->end_off = log->hint_off;
+  if (i >= log->nm)
+    return EINVAL;
+  if (log->m[i].blank)
+    return 0;
+  r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s);
+  if (r == 0)
+    r = describe_chain (log, i, &s, c);
+  if (r == 0)
+    {
+      c->n = s.segs.len;
+      c->last_barrier = s.last_barrier;
+      c->end_seq = s.end_seq;
+      c->end_off = s.end_lpos % log->region_size;
+    }
+  else
+    {
+      free (c->segs);
+      c->segs = NULL;
+    }
+  scan_free (&s);
+  return r;
+}
+
+void
+log_inspect_geometry (struct hhc_log *log, uint64_t *region_size,
+                      uint64_t *head_off, uint64_t *head_seq, unsigned *best)
+{
+  *region_size = log->region_size;
+  *head_off = log->hint_off;
+  *head_seq = log->hint_seq;
+  *best = log->best;
+}

@@ -1,0 +1,384 @@
+/* The HDD barrier log's internals, shared by its files (gateway/log*.c)
+ * and by no one else: the log's state and the functions one file of it
+ * calls in another.  The public API is log.h, the on-disk format
+ * log-format.h, the protocol docs/log.md.
+ *
+ * Files (each calls only those listed after it, never back):
+ *   log.c          start and stop, barriers, rebase, stats
+ *   log-writer.c   the writer thread: a sealed buffer to disk
+ *   log-reclaim.c  room: checkpoint, persisted head, active reclaim,
+ *                  the emergency barrier
+ *   log-buffer.c   the buffer being filled: append, update, revoke,
+ *                  seal, room for the next buffer
+ *   log-open.c     open (superblocks, format), retire, free
+ *   log-scan.c     the chain of segments on a mirror; inspection
+ *   log-replay.c   replay into the backend
+ *   log-mirror.c   mirror I/O and failure, superblock I/O, voiding
+ *   log-index.c    the in-memory index: keys, the ring of segments,
+ *                  the unlogged bitmap, deaths, the head
+ *   log-format.c   the on-disk codec and the segment checksum
+ *
+ * Locks, outermost first (a lock may be taken while holding those
+ * above it, never the other way):
+ *   void_lock  one void_failed at a time
+ *   io_lock    one mirrors_io at a time; the superblock fields
+ *              (sb_gen, hint_off, hint_seq) and each mirror's sb_hold
+ *   lock       everything in memory but the mirrors' I/O state; never
+ *              held during device I/O, and no other lock is taken
+ *              while it is held (the callbacks are called without it)
+ *   m->mu      a mirror's worker thread and its job
+ */
+#ifndef HHC_LOG_INT_H
+#define HHC_LOG_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "log-format.h"
+#include "log.h"
+
+#define POS_OLDER 0x80000000u /* an older entry of the LBA may be on disk */
+#define POS_MASK 0x7fffffffu
+
+/* A normal buffer needs, besides its reservation, the room an empty
+ * emergency barrier needs (room_for_buffer, make_room).
+ */
+#define EMERGENCY (2 * LOG_ALIGN)
+
+/* A failed mirror owed a void is tried again this often (log-mirror.c,
+ * the writer).
+ */
+#define VOID_RETRY_NS 1000000000u
+
+HHC_VECTOR (u64_vec, uint64_t)
+HHC_VECTOR (u32_vec, uint32_t)
+
+enum seg_state { SEG_FILLING, SEG_SEALED, SEG_WRITTEN };
+
+/* One segment from the head to the buffer being filled (ring slot
+ * seq % ring_cap).
+ */
+struct seg {
+  uint64_t seq;
+  uint64_t lpos;  /* logical position (written segments) */
+  uint32_t len;   /* bytes on disk */
+  uint32_t live;  /* entries not yet dead */
+  uint32_t chain; /* first key whose newest entry is here */
+  uint8_t state;
+};
+
+/* Per key (cache slot): where its newest entry is. */
+struct key {
+  uint64_t lba;        /* the block (valid while logged or unlogged) */
+  uint32_t seg;        /* ring slot, LOG_NONE: not in the log */
+  uint32_t pos;        /* position in the segment | POS_OLDER */
+  uint32_t prev, next; /* chain of the segment's keys */
+};
+
+struct buf {
+  char *mem;  /* the largest header, then the data: one write */
+  char *data; /* max_blocks blocks (mem + the largest header) */
+  uint64_t *lbas;
+  uint32_t *keys;
+  uint32_t nblocks;
+  uint32_t limit; /* blocks it may take (max_blocks, less for reclaim) */
+  /* A reclaim buffer takes only entries of this ring slot (the head's),
+   * LOG_NONE for a normal one.
+   */
+  uint32_t reclaim_from;
+  /* Both allocated whole at log_start (alloc_mem), so that filling a
+   * buffer never allocates: revokes has room for rev_cap records (a
+   * buffer is sealed when it holds that many), deaths for max_blocks
+   * + rev_cap (each death is an entry in the buffer, or one revoked
+   * there, which left a revoke record).
+   */
+  struct u64_vec revokes;
+  struct u32_vec deaths; /* ring slots an entry here superseded */
+  uint64_t seq;
+  uint64_t rev_upto; /* rev_sealed once this buffer was sealed */
+  bool barrier;
+  uint64_t reserved; /* tail bytes held for it */
+  struct buf *next;  /* queue or free list */
+  uint64_t base;     /* base_seq when the writer took it (its header's) */
+  /* Group commit: FLUSHes whose ticket names this buffer, and when the
+   * first of them came (hhc_now_ns).
+   */
+  unsigned joiners;
+  unsigned expect; /* FLUSHes likely to join (group_wait_ns) */
+  uint64_t first_want_ns;
+};
+
+/* A death waits until the superseding segment is under a barrier. */
+struct death {
+  uint64_t seq;  /* the superseding segment */
+  uint32_t ring; /* the segment that lost an entry */
+};
+HHC_VECTOR (death_vec, struct death)
+
+/* Writes for one segment on every mirror. */
+struct io {
+  unsigned n;
+  uint64_t off[3];
+  const void *p[3];
+  size_t len[3];
+  bool sync, sync_only;
+  bool sb; /* a superblock: not to mirrors with sb_hold */
+};
+
+struct mirror {
+  struct hhc_dev *dev;
+  bool own, failed, blank;
+  char *path; /* as given (an NBD URI is dialled again to void it) */
+  /* Voiding (log-mirror.c, "voiding a log that fell out of use"): the
+   * failed mirror is owed a void (want_void), has had it (voided), or
+   * stopped being written only at log_stop (no_void: never owed).
+   */
+  bool want_void, voided, void_warned, no_void;
+  /* A void mirror joining at start: no superblock is written to it
+   * until log_rebase has made this run's log complete on it (until
+   * then a copy of its void superblock wins, and it reads as blank).
+   */
+  bool sb_hold;
+  /* Worker for parallel writes. */
+  pthread_t thread;
+  bool has_thread, stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  const struct io *job; /* non-NULL: to do */
+  int result;
+  bool done;
+};
+
+/* What a scan of one mirror found. */
+struct seg_info {
+  uint64_t seq, base, lpos;
+  uint32_t flags, hdr_len, nblocks, nrevokes;
+};
+HHC_VECTOR (seginfo_vec, struct seg_info)
+
+struct scan {
+  struct seginfo_vec segs;
+  uint64_t end_lpos, end_seq; /* where and which the next segment is */
+  uint32_t end_crc;           /* crc of the last segment of the chain */
+  long last_barrier;          /* index in segs, -1: none */
+};
+
+struct hhc_log {
+  hhc_log_fn logfn;
+  struct mirror m[LOG_MAX_MIRRORS];
+  unsigned nm;
+  uint32_t bs, max_blocks, segment_size;
+  uint64_t volume_size, region_size;
+  char *identity;
+  uint8_t uuid[16], cache_uuid[16];
+  uint64_t sb_gen;
+  struct scan scan; /* of the best mirror */
+  unsigned best;    /* mirror the scan came from */
+  uint64_t hint_seq, hint_off;
+
+  pthread_mutex_t io_lock; /* one mirrors_io at a time; sb fields */
+  pthread_mutex_t lock;
+  pthread_cond_t writer_cv; /* work for the writer */
+  pthread_cond_t done_cv;   /* a barrier completed or failed */
+  pthread_cond_t buf_cv;    /* a buffer became current */
+  struct seg *ring;
+  uint32_t ring_cap;
+  uint32_t ring_max; /* conf->ring_slots (tests): 0, or fewer slots */
+  struct key *keys;
+  uint32_t nkeys;
+  uint64_t *unlogged; /* bitmap: dirty, newest data not in the log */
+  uint32_t nunlogged;
+  struct buf *bufs;
+  unsigned nbufs;
+  struct buf *cur, *qhead, *qtail, *freelist;
+  struct u64_vec pending_rev; /* revokes while no buffer is current */
+  uint32_t rev_cap;           /* revokes per segment */
+  uint64_t reserve;           /* tail bytes held per unwritten buffer */
+  uint64_t reserved;          /* bytes held by unwritten buffers */
+  struct death_vec deaths;
+  size_t deaths_done;
+  uint64_t next_seq;        /* the next buffer to become current */
+  uint64_t head_seq;        /* oldest segment in the ring */
+  uint64_t written_seq;     /* every segment below this is written */
+  uint64_t durable_barrier; /* highest barrier synced */
+  /* Revoke records: issued (in a buffer or pending), in sealed buffers,
+   * and in segments under a durable barrier.  Records go into buffers
+   * in the order issued, so a FLUSH that saw rev_issued == n is covered
+   * once rev_durable >= n (an emergency barrier carries no pending
+   * record: its sequence alone proved nothing about them).
+   */
+  uint64_t rev_issued, rev_sealed, rev_durable;
+  uint64_t want_revs;    /* a barrier making this many records durable */
+  uint64_t want_barrier; /* a barrier covering this seq is wanted */
+  uint64_t tail_lpos;    /* where the next segment goes */
+  uint64_t phead_lpos, phead_seq; /* persisted head */
+  /* Write-ahead: the in-memory head when the last checkpoint began.
+   * The SSD reflects every segment before it, so a persisted head may
+   * go up to here and no further (persist_head).
+   */
+  uint64_t ckpt_lpos, ckpt_seq;
+  bool lost_ckpt; /* the checkpoint after the last mirror failed */
+  /* The base every segment header names: where a replay starts.  It
+   * is the last run's until log_rebase has logged every dirty block
+   * again; then this run's first segment (rebase_seq), from the
+   * segment that holds the last of them (base_from) on.
+   */
+  uint64_t base_seq, rebase_seq, base_from;
+  bool rebased, started, stop, writer_busy;
+  bool adopt;        /* offline: take the volume the log records */
+  uint32_t last_crc; /* writer: crc of the last segment written */
+  /* Group commit: the FLUSHes the last barrier written for FLUSHes
+   * carried, and how long writing it took (group_wait_ns).
+   */
+  unsigned last_group;
+  uint64_t last_barrier_ns, last_done_ns;
+  /* The writer's header buffer (allocated for the largest header at
+   * log_start; grows) and its wrap marker.
+   */
+  unsigned char *hdrbuf;
+  size_t hdrcap;
+  unsigned char *markbuf;
+  unsigned healthy;
+  unsigned unvoided;     /* atomic: failed mirrors not yet voided */
+  uint64_t next_void_ns; /* writer: next background void attempt */
+  /* A dead NBD mirror is dialled again at most after 1, 2, 4, then
+   * every 8 s (dial_due_locked); lock.
+   */
+  uint64_t next_dial_ns;
+  unsigned dial_tries;
+  pthread_mutex_t void_lock; /* one void_failed at a time; -> lock */
+  pthread_t writer;
+  struct log_callbacks cb;
+  struct log_stats st;
+};
+
+/* ---- log-open.c ---- */
+
+/* A log with conf's geometry and its mirrors open (nothing read);
+ * *min_size: the smallest mirror.  On error *logp may still need
+ * free_log.
+ */
+int new_log (const struct log_conf *conf, struct hhc_log **logp,
+             uint64_t *min_size);
+/* Close what new_log opened and free everything (NULL: nothing). */
+void free_log (struct hhc_log *log);
+
+/* ---- log-scan.c ---- */
+
+/* Follow the chain of segments from the head hint on mirror m (*s is
+ * filled even on error: scan_free it).
+ */
+int scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
+                 uint64_t hint_seq, struct scan *s);
+void scan_free (struct scan *s);
+
+/* ---- log-mirror.c: no lock held ---- */
+
+/* Read a mirror's superblock: 0 (valid, into *sb), ENOENT (blank),
+ * ESTALE (voided: the void superblock, into *sb), EINVAL (corrupt,
+ * logged), or an I/O errno (logged).
+ */
+int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb);
+/* Overwrite both superblock copies of dev with a void one, and sync. */
+int void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
+              const uint8_t cache_uuid[16]);
+/* Run io on every healthy mirror (a mirror that fails is marked
+ * failed): 0 if at least one succeeded, else EIO.  mirrors_io takes
+ * io_lock; mirrors_io_locked is called with it held.
+ */
+int mirrors_io (struct hhc_log *log, const struct io *io);
+int mirrors_io_locked (struct hhc_log *log, const struct io *io);
+/* Write the superblock (next generation, over the older copy) to every
+ * healthy mirror and sync; write_sb_locked with io_lock held.
+ */
+int write_sb (struct hhc_log *log);
+int write_sb_locked (struct hhc_log *log);
+/* This run's log is complete on every mirror: superblocks to the void
+ * mirrors that joined (sb_hold).
+ */
+int release_sb_hold (struct hhc_log *log);
+/* Start a worker thread per mirror (more than one mirror), and stop
+ * them.
+ */
+int mirrors_start_threads (struct hhc_log *log);
+void mirrors_stop_threads (struct hhc_log *log);
+
+/* ---- lock must be held below this line ---- */
+
+/* log-mirror.c */
+
+/* Mark m failed: it is written no more (can_void: see there). */
+void mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void);
+/* The log can no longer be kept (what: why, err: the errno): every
+ * mirror is marked failed, so no later barrier counts and FLUSHes fall
+ * back to write-back.  Logged.
+ */
+void log_fail_locked (struct hhc_log *log, const char *what, int err);
+
+/* log-index.c */
+
+bool is_unlogged (const struct hhc_log *log, uint32_t k);
+void set_unlogged (struct hhc_log *log, uint32_t k, bool on);
+struct seg *ring_of (struct hhc_log *log, uint64_t seq);
+/* Take key k out of its segment's chain, or put it first in ring's. */
+void chain_remove (struct hhc_log *log, uint32_t k);
+void chain_add (struct hhc_log *log, uint32_t k, uint32_t ring);
+/* The in-memory head: logical position and sequence number. */
+uint64_t mem_head_lpos (struct hhc_log *log);
+uint64_t mem_head_seq (struct hhc_log *log);
+/* Bytes of the region in use. */
+uint64_t used_bytes (struct hhc_log *log);
+/* Move the in-memory head past written segments without live entries. */
+void advance_head (struct hhc_log *log);
+/* Apply the deaths whose superseding segment is under a durable
+ * barrier, then advance_head.
+ */
+void apply_deaths (struct hhc_log *log);
+/* Room in log->deaths for n more without allocating: 0 or ENOMEM. */
+int deaths_reserve (struct hhc_log *log, size_t n);
+/* The ring, the keys, the bitmap and the buffers for nkeys keys (no
+ * lock needed: log_start, before the writer).  0 or ENOMEM.
+ */
+int alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys);
+
+/* log-buffer.c */
+
+/* Make b the buffer being filled, with the next sequence number,
+ * holding reserve bytes of the tail.
+ */
+void make_current (struct hhc_log *log, struct buf *b, uint64_t reserve);
+/* Room at the tail for bytes more and slots more ring slots?  For a
+ * normal buffer (room_for_buffer)?
+ */
+bool room_for (struct hhc_log *log, uint64_t bytes, unsigned slots);
+bool room_for_buffer (struct hhc_log *log);
+/* Make a free buffer current if there is room. */
+void try_make_current (struct hhc_log *log);
+/* Take the current buffer off, sealed, onto the writer's queue (no
+ * wake-up, no next buffer: seal does both).
+ */
+void queue_sealed (struct hhc_log *log);
+/* Seal the current buffer and queue it for the writer. */
+void seal (struct hhc_log *log);
+
+/* log-reclaim.c (both may drop the lock) */
+
+/* Persist the in-memory head: 0 or errno. */
+int persist_head (struct hhc_log *log);
+/* No buffer can become current for lack of room: make some.  True if
+ * progress was made.
+ */
+bool make_room (struct hhc_log *log);
+/* Relog the head segment's live keys when that frees room.  True if
+ * progress was made.
+ */
+bool active_reclaim (struct hhc_log *log);
+
+/* log-writer.c */
+
+/* The writer thread (started by log_start, with log as arg). */
+void *writer_thread (void *arg);
+
+#endif /* HHC_LOG_INT_H */

@@ -1,0 +1,573 @@
+/* The log tests' shared devices, backend and environment (see
+ * log-helpers.h).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log-helpers.h"
+
+const char *const log_names[HHC_MAX_LOGS]
+    = { "log0", "log1", "log2", "log3", "log4", "log5", "log6", "log7" };
+
+__thread char *worker_msg;
+
+void
+tfail (const char *fmt, ...)
+{
+  char msg[MSG_MAX];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  if (worker_msg)
+    {
+      snprintf (worker_msg, MSG_MAX, "%s", msg);
+      pthread_exit (NULL);
+    }
+  fail_msg ("%s", msg);
+  abort (); /* not reached */
+}
+
+/* ---- power: one switch for every device and the backend ---- */
+
+void
+power_init (struct power *pw, struct membackend *mb)
+{
+  pthread_rwlockattr_t a;
+
+  memset (pw, 0, sizeof *pw);
+  pthread_rwlockattr_init (&a);
+  /* A cut must not wait behind an endless stream of readers. */
+  pthread_rwlockattr_setkind_np (&a,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init (&pw->rw, &a);
+  pthread_rwlockattr_destroy (&a);
+  pw->mb = mb;
+}
+
+void
+power_destroy (struct power *pw)
+{
+  for (unsigned i = 0; i < MAX_DEVS; i++)
+    free (pw->img[i]);
+  free (pw->be_img);
+  pthread_rwlock_destroy (&pw->rw);
+}
+
+/* The crash devices a cut applies to (SSD first, then the logs). */
+void
+power_set_devs (struct power *pw, struct hhc_dev *const *cd, unsigned n)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  pw->ncd = n;
+  for (unsigned i = 0; i < n; i++)
+    pw->cd[i] = cd[i];
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+bool
+power_crashed (struct power *pw)
+{
+  return __atomic_load_n (&pw->crashed, __ATOMIC_ACQUIRE);
+}
+
+/* Cut the power now: snapshot what survives, keep the devices live. */
+void
+power_cut (struct power *pw)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  if (!pw->crashed)
+    {
+      for (unsigned i = 0; i < pw->ncd; i++)
+        {
+          struct hhc_dev *d = pw->cd[i];
+          unsigned char *cur = malloc (d->size);
+          free (pw->img[i]);
+          pw->img[i] = malloc (d->size);
+          if (cur == NULL || pw->img[i] == NULL
+              || dev_pread (d, cur, d->size, 0) != 0)
+            abort ();
+          crashdev_crash (d, pw->seed + 7919 * i, NULL, NULL);
+          if (dev_pread (d, pw->img[i], d->size, 0) != 0)
+            abort ();
+          /* The volume goes on with what it had written. */
+          crashdev_restart (d);
+          if (dev_pwrite (d, cur, d->size, 0) != 0)
+            abort ();
+          free (cur);
+        }
+      free (pw->be_img);
+      pw->be_img = malloc (membackend_size (pw->mb));
+      if (pw->be_img == NULL)
+        abort ();
+      membackend_peek (pw->mb, pw->revert_backend, pw->be_img,
+                       membackend_size (pw->mb), 0);
+      __atomic_store_n (&pw->crashed, true, __ATOMIC_RELEASE);
+    }
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+/* Arm: cut at the at-th counted call from now (0: disarm). */
+void
+power_arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
+           bool revert_backend)
+{
+  pthread_rwlock_wrlock (&pw->rw);
+  pw->seed = seed;
+  pw->revert_backend = revert_backend;
+  __atomic_store_n (&pw->ops, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->sync_only, sync_only, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->crashed, false, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->crash_at, at, __ATOMIC_RELEASE);
+  pthread_rwlock_unlock (&pw->rw);
+}
+
+/* Put the snapshot back (no volume open) and disarm. */
+void
+power_restore (struct power *pw)
+{
+  T_ASSERT (pw->crashed);
+  for (unsigned i = 0; i < pw->ncd; i++)
+    {
+      struct hhc_dev *d = pw->cd[i];
+      crashdev_restart (d);
+      T_ASSERT ((dev_pwrite (d, pw->img[i], d->size, 0)) == 0);
+      T_ASSERT ((dev_sync (d)) == 0);
+    }
+  membackend_poke (pw->mb, pw->be_img, membackend_size (pw->mb), 0);
+  power_arm (pw, 0, false, 0, false);
+}
+
+/* kind: 0 read (not counted), 1 write, 2 sync. */
+static void
+power_enter (struct power *pw, int kind)
+{
+  if (pw == NULL)
+    return;
+  if (kind && __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE)
+      && (kind == 2 || !__atomic_load_n (&pw->sync_only, __ATOMIC_ACQUIRE)))
+    {
+      uint64_t n = __atomic_add_fetch (&pw->ops, 1, __ATOMIC_ACQ_REL);
+      if (n == __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE))
+        power_cut (pw); /* before this call: it happens after the cut */
+    }
+  pthread_rwlock_rdlock (&pw->rw);
+}
+
+static void
+power_leave (struct power *pw)
+{
+  if (pw)
+    pthread_rwlock_unlock (&pw->rw);
+}
+
+/* ---- pdev: a device behind the switch, with faults and latency ---- */
+
+struct pdev *
+to_pdev (struct hhc_dev *d)
+{
+  return (struct pdev *)d;
+}
+
+static bool
+pd_failing (struct pdev *p)
+{
+  return __atomic_load_n (&p->failing, __ATOMIC_ACQUIRE);
+}
+
+static int
+pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  power_enter (p->pw, 0);
+  r = dev_pread (p->inner, buf, len, off);
+  power_leave (p->pw);
+  return r;
+}
+
+static int
+pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
+      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
+    {
+      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      return EIO;
+    }
+  power_enter (p->pw, 1);
+  r = dev_pwrite (p->inner, buf, len, off);
+  power_leave (p->pw);
+  return r;
+}
+
+static int
+pd_sync (struct hhc_dev *d)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  if (p->sync_delay_us)
+    {
+      struct timespec ts = { 0, (long)p->sync_delay_us * 1000 };
+      nanosleep (&ts, NULL);
+    }
+  power_enter (p->pw, 2);
+  r = dev_sync (p->inner);
+  power_leave (p->pw);
+  return r;
+}
+
+static void
+pd_close (struct hhc_dev *d)
+{
+  /* The test owns it: pdev_free. */
+}
+
+static const struct hhc_dev_ops pdev_ops = {
+  .pread = pd_pread,
+  .pwrite = pd_pwrite,
+  .sync = pd_sync,
+  .close = pd_close,
+};
+
+struct hhc_dev *
+pdev_new (struct hhc_dev *inner, struct power *pw, const char *name)
+{
+  struct pdev *p = calloc (1, sizeof *p);
+
+  T_ASSERT ((p) != NULL);
+  p->dev.ops = &pdev_ops;
+  p->dev.size = inner->size;
+  p->dev.name = strdup (name);
+  T_ASSERT ((p->dev.name) != NULL);
+  p->inner = inner;
+  p->pw = pw;
+  p->fail_after = UINT64_MAX;
+  return &p->dev;
+}
+
+void
+pdev_free (struct hhc_dev *d)
+{
+  if (d == NULL)
+    return;
+  free (d->name);
+  free (d);
+}
+
+/* The device fails (every call EIO) after n more successful writes. */
+void
+pdev_fail_after (struct hhc_dev *d, uint64_t n)
+{
+  struct pdev *p = to_pdev (d);
+
+  __atomic_store_n (&p->fail_after,
+                    __atomic_load_n (&p->writes, __ATOMIC_ACQUIRE) + n,
+                    __ATOMIC_RELEASE);
+  if (n == 0)
+    __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+}
+
+void
+pdev_heal (struct hhc_dev *d)
+{
+  struct pdev *p = to_pdev (d);
+
+  __atomic_store_n (&p->fail_after, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n (&p->failing, false, __ATOMIC_RELEASE);
+}
+
+void
+tdev_new (struct tdev *t, uint64_t size, struct power *pw, const char *name)
+{
+  T_ASSERT ((crashdev_create (size, &t->cd)) == 0);
+  t->pd = pdev_new (t->cd, pw, name);
+}
+
+void
+tdev_free (struct tdev *t)
+{
+  pdev_free (t->pd);
+  if (t->cd)
+    crashdev_destroy (t->cd);
+  t->pd = t->cd = NULL;
+}
+
+/* Whole-device images (for replaying one state several ways). */
+unsigned char *
+dev_save (struct hhc_dev *cd)
+{
+  unsigned char *p = malloc (cd->size);
+
+  T_ASSERT ((p) != NULL);
+  T_ASSERT ((dev_pread (cd, p, cd->size, 0)) == 0);
+  return p;
+}
+
+void
+dev_load (struct hhc_dev *cd, const unsigned char *img)
+{
+  crashdev_restart (cd);
+  T_ASSERT ((dev_pwrite (cd, img, cd->size, 0)) == 0);
+  T_ASSERT ((dev_sync (cd)) == 0);
+}
+
+/* ---- pbe: the memory backend behind the switch ---- */
+
+static int
+pbe_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 0);
+  r = membackend_ops.pread (b->mb, buf, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
+            bool fua)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.pwrite (b->mb, buf, count, offset, fua);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_flush (void *ctx)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 2);
+  r = membackend_ops.flush (b->mb);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_trim (void *ctx, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.trim (b->mb, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+static int
+pbe_zero (void *ctx, uint32_t count, uint64_t offset)
+{
+  struct pbe *b = ctx;
+  int r;
+
+  power_enter (b->pw, 1);
+  r = membackend_ops.zero (b->mb, count, offset);
+  power_leave (b->pw);
+  return r;
+}
+
+const struct hhc_backend_ops pbe_ops = {
+  .pread = pbe_pread,
+  .pwrite = pbe_pwrite,
+  .flush = pbe_flush,
+  .trim = pbe_trim,
+  .zero = pbe_zero,
+};
+
+/* ---- env: a simple environment for the directed tests ---- */
+
+/* Backend of nblocks blocks, block l holding pattern version 0. */
+void
+env_init (struct env *e, uint64_t nblocks, uint32_t nslots, unsigned nlogs,
+          uint64_t log_size)
+{
+  unsigned char blk[BS];
+
+  memset (e, 0, sizeof *e);
+  e->nblocks = nblocks;
+  e->nslots = nslots;
+  e->mb = membackend_new (nblocks * BS);
+  assert_non_null (e->mb);
+  e->be = (struct pbe){ e->mb, NULL };
+  for (uint64_t l = 0; l < nblocks; l++)
+    {
+      pattern_fill (blk, l, 0, SECTORS, 0);
+      membackend_poke (e->mb, blk, BS, l * BS);
+    }
+  e->info = membackend_info (e->mb, 0, "membackend:log-env");
+  tdev_new (&e->ssd, test_cache_dev_size (nslots, BS), NULL, "ssd");
+  hhc_conf_init (&e->conf);
+  e->conf.mode = HHC_MODE_HHC;
+  e->conf.log = test_log;
+  e->pre.cache = e->ssd.pd;
+  e->conf.segment_size = SEG;
+  e->conf.writeback_threads = 2;
+  e->nlogs = nlogs;
+  e->conf.nlogs = nlogs;
+  for (unsigned i = 0; i < nlogs; i++)
+    {
+      tdev_new (&e->logs[i], log_size, NULL, log_names[i]);
+      e->conf.log_paths[i] = log_names[i];
+      e->pre.logs[i] = e->logs[i].pd;
+    }
+}
+
+int
+env_try_open (struct env *e)
+{
+  int r = hhc_open (&e->conf, &e->pre, &pbe_ops, &e->info, &e->vol);
+
+  if (r == 0 && (r = hhc_start (e->vol, &e->be)) != 0)
+    {
+      hhc_close (e->vol);
+      e->vol = NULL;
+    }
+  return r;
+}
+
+void
+env_open (struct env *e)
+{
+  assert_int_equal (env_try_open (e), 0);
+}
+
+void
+env_close (struct env *e)
+{
+  assert_int_equal (hhc_close (e->vol), 0);
+  e->vol = NULL;
+}
+
+/* A blank SSD (the old one is lost). */
+void
+env_new_ssd (struct env *e)
+{
+  tdev_free (&e->ssd);
+  tdev_new (&e->ssd, test_cache_dev_size (e->nslots, BS), NULL, "ssd");
+  e->pre.cache = e->ssd.pd;
+}
+
+void
+env_free (struct env *e)
+{
+  if (e->vol)
+    hhc_close (e->vol);
+  tdev_free (&e->ssd);
+  for (unsigned i = 0; i < HHC_MAX_LOGS; i++)
+    tdev_free (&e->logs[i]);
+  membackend_free (e->mb);
+}
+
+/* Write version of block lba: 0 or errno (no cmocka assertion: for
+ * the tests' own threads too).
+ */
+int
+env_try_write (struct env *e, uint64_t lba, uint64_t version)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, version);
+  return hhc_write (e->vol, &e->be, blk, BS, lba * BS, false);
+}
+
+void
+env_write (struct env *e, uint64_t lba, uint64_t version, bool fua)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, version);
+  assert_int_equal (hhc_write (e->vol, &e->be, blk, BS, lba * BS, fua), 0);
+}
+
+void
+env_flush (struct env *e)
+{
+  assert_int_equal (hhc_flush (e->vol, &e->be), 0);
+}
+
+/* Does the backend (durable bytes) hold version v of block lba? */
+bool
+backend_has (struct env *e, uint64_t lba, uint64_t v)
+{
+  unsigned char blk[BS];
+
+  pattern_fill (blk, lba, 0, SECTORS, v);
+  return membackend_cmp (e->mb, true, blk, BS, lba * BS) == 0;
+}
+
+bool
+reads_v (struct env *e, uint64_t lba, uint64_t v)
+{
+  unsigned char blk[BS], want[BS];
+
+  pattern_fill (want, lba, 0, SECTORS, v);
+  assert_int_equal (hhc_read (e->vol, &e->be, blk, BS, lba * BS), 0);
+  return memcmp (blk, want, BS) == 0;
+}
+
+/* The version of block lba in the backend's durable bytes (-1: not a
+ * whole block of one version of lba).
+ */
+int64_t
+backend_version (struct env *e, uint64_t lba)
+{
+  unsigned char blk[BS];
+  uint64_t l, v = 0, v0 = 0;
+  uint32_t s;
+
+  membackend_peek (e->mb, true, blk, BS, lba * BS);
+  for (uint32_t i = 0; i < SECTORS; i++)
+    {
+      if (pattern_decode (blk + i * PAT_SECTOR, &l, &s, &v) != 1 || l != lba
+          || s != i || (i && v != v0))
+        return -1;
+      v0 = v;
+    }
+  return (int64_t)v;
+}
+
+/* Every block of the backend holds expect[lba]. */
+void
+check_backend_state (struct env *e, const uint64_t *expect, const char *what)
+{
+  for (uint64_t l = 0; l < e->nblocks; l++)
+    if (!backend_has (e, l, expect[l]))
+      fail_msg ("%s: backend block %llu holds version %lld, expected %llu",
+                what, (unsigned long long)l, (long long)backend_version (e, l),
+                (unsigned long long)expect[l]);
+}
+
+struct hhc_counts
+counts (struct env *e)
+{
+  struct hhc_counts c;
+
+  hhc_get_counts (e->vol, &c);
+  return c;
+}

@@ -1,0 +1,882 @@
+/* The log's crash campaign (DESIGN.md sections 3, 5 and 7): a seeded
+ * campaign of power cuts on a small, wrapping log (the power switch of
+ * log-helpers.h).
+ *
+ * Tests:
+ *   random_crashes  reopen normally, or throw the SSD away and replay
+ *                   the log (sometimes with a second power cut during
+ *                   the recovery); every sector is checked against an
+ *                   oracle (below).  Each seed runs under a watchdog:
+ *                   a seed not done after HHC_TEST_TIMEOUT seconds is a
+ *                   HANG failure.  HHC_TEST_SEED (first seed),
+ *                   HHC_TEST_ROUNDS (how many), HHC_TEST_KEEP_GOING=1
+ *                   (report every failing seed, not just the first),
+ *                   HHC_TEST_OUTAGES=0 (no backend outages).
+ *
+ * The oracle, per 512-byte sector (each carries its block, sector
+ * index and version, see pattern_fill): the sector holds data written
+ * to that very sector (or zeros from a zero or trim, or the initial
+ * version 0), never anything else, and no older than what the last
+ * completed FLUSH (or the sector's last FUA write) covered.  A trim
+ * not yet covered by a completed FLUSH makes any version the sector
+ * ever had legal (NBD: trimmed data is undefined); once covered, the
+ * sector reads zeros (the memory backend zeroes trimmed ranges).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log-helpers.h"
+
+/* ------------------------------------------------------------------ */
+/* the oracle                                                          */
+/* ------------------------------------------------------------------ */
+
+struct hist {
+  uint64_t *v; /* versions written, oldest first; ZERO_FLAG|n = zeros */
+  uint32_t n, cap;
+};
+
+struct model {
+  uint64_t nsec;
+  struct hist *h;
+  uint64_t *latest;  /* newest entry per sector */
+  uint64_t *flushed; /* minimum (op number) a crash may leave */
+  bool *trimmed;     /* a trim not yet covered by a flush */
+};
+
+static uint64_t
+opnum (uint64_t v)
+{
+  return v & ~ZERO_FLAG;
+}
+
+static void
+model_init (struct model *m, uint64_t nsec)
+{
+  m->nsec = nsec;
+  m->h = calloc (nsec, sizeof *m->h);
+  m->latest = calloc (nsec, sizeof *m->latest);
+  m->flushed = calloc (nsec, sizeof *m->flushed);
+  m->trimmed = calloc (nsec, sizeof *m->trimmed);
+  T_ASSERT ((m->h) != NULL);
+  T_ASSERT ((m->latest) != NULL);
+  T_ASSERT ((m->flushed) != NULL);
+  T_ASSERT ((m->trimmed) != NULL);
+}
+
+static void
+model_free (struct model *m)
+{
+  for (uint64_t i = 0; i < m->nsec; i++)
+    free (m->h[i].v);
+  free (m->h);
+  free (m->latest);
+  free (m->flushed);
+  free (m->trimmed);
+}
+
+static void
+model_set (struct model *m, uint64_t sec, uint64_t v)
+{
+  struct hist *h = &m->h[sec];
+
+  if (h->n == h->cap)
+    {
+      h->cap = h->cap ? 2 * h->cap : 4;
+      h->v = realloc (h->v, h->cap * sizeof *h->v);
+      T_ASSERT ((h->v) != NULL);
+    }
+  h->v[h->n++] = v;
+  m->latest[sec] = v;
+}
+
+static void
+model_flush_all (struct model *m)
+{
+  for (uint64_t i = 0; i < m->nsec; i++)
+    {
+      m->flushed[i] = opnum (m->latest[i]);
+      m->trimmed[i] = false;
+    }
+}
+
+/* Is this sector content acceptable for sector sec after a crash? */
+static bool
+model_ok (const struct model *m, uint64_t sec, const unsigned char *data,
+          char *why, size_t whylen)
+{
+  const struct hist *h = &m->h[sec];
+  uint64_t lba = 0, ver = 0;
+  uint32_t sidx = 0;
+  int d = pattern_decode (data, &lba, &sidx, &ver);
+
+  if (d < 0)
+    {
+      snprintf (why, whylen, "garbage");
+      return false;
+    }
+  if (d == 1 && (lba != sec / SECTORS || sidx != sec % SECTORS))
+    {
+      snprintf (why, whylen, "block %llu sector %u's data (version %llu)",
+                (unsigned long long)lba, sidx, (unsigned long long)ver);
+      return false;
+    }
+  for (uint32_t i = 0; i < h->n; i++)
+    {
+      bool zero = h->v[i] & ZERO_FLAG;
+      if ((d == 0) != zero || (!zero && h->v[i] != ver))
+        continue;
+      if (m->trimmed[sec] || opnum (h->v[i]) >= m->flushed[sec])
+        return true;
+    }
+  if (d == 1)
+    snprintf (why, whylen, "version %llu (%s; flushed: %llu, latest: %llu%s%s)",
+              (unsigned long long)ver,
+              h->n && ver <= opnum (m->latest[sec]) ? "older than allowed"
+                                                    : "never written here",
+              (unsigned long long)m->flushed[sec],
+              (unsigned long long)opnum (m->latest[sec]),
+              m->latest[sec] & ZERO_FLAG ? " zero" : "",
+              m->trimmed[sec] ? ", trimmed" : "");
+  else
+    snprintf (why, whylen, "zeros (flushed: %llu, latest: %llu%s)",
+              (unsigned long long)m->flushed[sec],
+              (unsigned long long)opnum (m->latest[sec]),
+              m->latest[sec] & ZERO_FLAG ? " zero" : "");
+  return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* the crash campaign                                                  */
+/* ------------------------------------------------------------------ */
+
+struct run {
+  uint64_t seed, rng;
+  uint64_t nblocks;
+  uint32_t nslots;
+  unsigned nlogs;
+  uint64_t log_size;
+  struct power pw;
+  struct membackend *mb;
+  struct pbe be;
+  struct tdev ssd, logs[2];
+  struct hhc_backend_info info;
+  struct hhc_conf conf;
+  struct hhc_preopened pre; /* devices given to hhc_open */
+  struct hhc_volume *vol;
+  struct model m;
+  uint64_t op; /* version counter */
+  unsigned char *buf;
+  const char *phase; /* atomic: the watchdog reads it */
+  char cfg[200];     /* the run's configuration, for messages */
+  /* what happened, for the summary */
+  uint64_t nwrites, nflushes;
+};
+
+static void
+set_phase (struct run *r, const char *phase)
+{
+  __atomic_store_n (&r->phase, phase, __ATOMIC_RELEASE);
+}
+
+static const char *
+get_phase (struct run *r)
+{
+  return __atomic_load_n (&r->phase, __ATOMIC_ACQUIRE);
+}
+
+#define RFAIL(r, ...)                                                          \
+  do                                                                           \
+    {                                                                          \
+      char msg_[400];                                                          \
+      snprintf (msg_, sizeof msg_, __VA_ARGS__);                               \
+      tfail ("seed %llu (%s; %s): %s", (unsigned long long)(r)->seed,          \
+             get_phase (r), (r)->cfg, msg_);                                   \
+    }                                                                          \
+  while (0)
+
+static void
+run_set_devs (struct run *r)
+{
+  struct hhc_dev *cd[MAX_DEVS];
+
+  cd[0] = r->ssd.cd;
+  for (unsigned i = 0; i < r->nlogs; i++)
+    cd[1 + i] = r->logs[i].cd;
+  power_set_devs (&r->pw, cd, 1 + r->nlogs);
+  r->pre.cache = r->ssd.pd;
+}
+
+static void
+new_ssd (struct run *r, uint32_t nslots)
+{
+  tdev_free (&r->ssd);
+  r->nslots = nslots;
+  tdev_new (&r->ssd, test_cache_dev_size (nslots, BS), &r->pw, "ssd");
+  run_set_devs (r);
+}
+
+static void
+run_open (struct run *r)
+{
+  int e = hhc_open (&r->conf, &r->pre, &pbe_ops, &r->info, &r->vol);
+
+  if (e)
+    RFAIL (r, "hhc_open: %s", strerror (e));
+  e = hhc_start (r->vol, &r->be);
+  if (e)
+    RFAIL (r, "hhc_start: %s", strerror (e));
+}
+
+static void
+run_close (struct run *r)
+{
+  int e = hhc_close (r->vol);
+
+  r->vol = NULL;
+  if (e)
+    RFAIL (r, "hhc_close: %s", strerror (e));
+}
+
+static uint64_t
+pick_lba (struct run *r)
+{
+  return test_rand_below (&r->rng, 2) ? test_rand_below (&r->rng, 24)
+                                      : test_rand_below (&r->rng, r->nblocks);
+}
+
+/* Sectors [first_sec, +nsec) (may span blocks). */
+static void
+do_write (struct run *r, uint64_t first_sec, uint64_t nsec, bool fua)
+{
+  uint64_t v = ++r->op;
+  int e;
+
+  for (uint64_t i = 0; i < nsec; i++)
+    {
+      uint64_t sec = first_sec + i;
+      pattern_fill (r->buf + i * PAT_SECTOR, sec / SECTORS, sec % SECTORS, 1,
+                    v);
+      model_set (&r->m, sec, v);
+    }
+  e = hhc_write (r->vol, &r->be, r->buf, nsec * PAT_SECTOR,
+                 first_sec * PAT_SECTOR, fua);
+  if (e)
+    RFAIL (r, "write of sectors %llu+%llu: %s", (unsigned long long)first_sec,
+           (unsigned long long)nsec, strerror (e));
+  if (fua && !power_crashed (&r->pw))
+    for (uint64_t i = 0; i < nsec; i++)
+      {
+        r->m.flushed[first_sec + i] = v;
+        r->m.trimmed[first_sec + i] = false;
+      }
+  r->nwrites++;
+}
+
+/* Zero or trim sectors [first_sec, +nsec). */
+static void
+do_passdown (struct run *r, uint64_t first_sec, uint64_t nsec, bool trim,
+             bool fua)
+{
+  uint64_t v = ++r->op | ZERO_FLAG;
+  uint64_t lo = first_sec, hi = first_sec + nsec;
+  int e;
+
+  if (trim)
+    {
+      /* Only whole blocks are dropped; edges stay as they are. */
+      lo = (first_sec + SECTORS - 1) / SECTORS * SECTORS;
+      hi = hi / SECTORS * SECTORS;
+    }
+  for (uint64_t s = lo; s < hi; s++)
+    {
+      model_set (&r->m, s, v);
+      if (trim)
+        r->m.trimmed[s] = true;
+    }
+  e = trim ? hhc_trim (r->vol, &r->be, nsec * PAT_SECTOR,
+                       first_sec * PAT_SECTOR, fua)
+           : hhc_zero (r->vol, &r->be, nsec * PAT_SECTOR,
+                       first_sec * PAT_SECTOR, fua);
+  if (e)
+    RFAIL (r, "%s: %s", trim ? "trim" : "zero", strerror (e));
+  /* FUA flushes the whole volume; count it for this range only. */
+  if (fua && !power_crashed (&r->pw))
+    for (uint64_t s = lo; s < hi; s++)
+      {
+        r->m.flushed[s] = opnum (v);
+        r->m.trimmed[s] = false;
+      }
+}
+
+static void
+do_flush (struct run *r, bool drain)
+{
+  int e = drain ? hhc_drain (r->vol, &r->be) : hhc_flush (r->vol, &r->be);
+
+  if (e)
+    RFAIL (r, "%s: %s", drain ? "drain" : "flush", strerror (e));
+  if (!power_crashed (&r->pw))
+    {
+      model_flush_all (&r->m);
+      r->nflushes++;
+    }
+}
+
+/* Before a cut, reads return exactly the newest data. */
+static void
+check_read_exact (struct run *r, uint64_t lba)
+{
+  unsigned char blk[BS], want[PAT_SECTOR];
+  int e = hhc_read (r->vol, &r->be, blk, BS, lba * BS);
+
+  if (e)
+    RFAIL (r, "read of block %llu: %s", (unsigned long long)lba, strerror (e));
+  for (uint32_t s = 0; s < SECTORS; s++)
+    {
+      uint64_t v = r->m.latest[lba * SECTORS + s];
+      if (v & ZERO_FLAG)
+        memset (want, 0, sizeof want);
+      else
+        pattern_fill (want, lba, s, 1, v);
+      if (memcmp (blk + s * PAT_SECTOR, want, PAT_SECTOR) != 0)
+        RFAIL (r,
+               "op %llu: block %llu sector %u does not read its newest "
+               "data",
+               (unsigned long long)r->op, (unsigned long long)lba, s);
+    }
+}
+
+/* The backend refuses writes for a while: write-back stops, the log
+ * fills with overwrites of a few hot blocks around some that stay
+ * (active reclaim moves those).  Starts from a drained cache so that
+ * what is dirty always fits in the log (a FLUSH with a log full of
+ * dirty blocks must wait for the backend).
+ */
+static void
+backend_outage (struct run *r)
+{
+  uint64_t n = 40 + test_rand_below (&r->rng, 120);
+
+  do_flush (r, true);
+  set_phase (r, "workload, backend outage");
+  membackend_fail_all (r->mb, MB_OP_WRITE, true);
+  for (int i = 0; i < 6 && !power_crashed (&r->pw); i++)
+    do_write (r, (24 + test_rand_below (&r->rng, r->nblocks - 24)) * SECTORS,
+              SECTORS, false);
+  for (uint64_t k = 0; k < n && !power_crashed (&r->pw); k++)
+    {
+      if (test_rand_below (&r->rng, 12) == 0)
+        do_flush (r, false);
+      else
+        do_write (r, test_rand_below (&r->rng, 8) * SECTORS, SECTORS, false);
+    }
+  membackend_fail_all (r->mb, MB_OP_WRITE, false);
+  set_phase (r, "workload");
+}
+
+static void
+workload (struct run *r, int nops)
+{
+  for (int i = 0; i < nops && !power_crashed (&r->pw); i++)
+    {
+      uint64_t op = test_rand_below (&r->rng, 100);
+      uint64_t lba = pick_lba (r);
+
+      if (op < 46)
+        {
+          uint64_t s0 = 0, n = SECTORS;
+          uint64_t kind = test_rand_below (&r->rng, 10);
+          if (kind < 4) /* part of a block */
+            {
+              s0 = test_rand_below (&r->rng, SECTORS);
+              n = 1 + test_rand_below (&r->rng, SECTORS - s0);
+            }
+          else if (kind == 9 && lba + 3 <= r->nblocks)
+            {
+              /* 2-3 blocks, unaligned */
+              s0 = test_rand_below (&r->rng, SECTORS);
+              n = SECTORS + test_rand_below (&r->rng, 2 * SECTORS - s0);
+            }
+          do_write (r, lba * SECTORS + s0, n,
+                    test_rand_below (&r->rng, 20) == 0);
+        }
+      else if (op < 58)
+        check_read_exact (r, lba);
+      else if (op < 69)
+        do_flush (r, false);
+      else if (op < 70)
+        do_flush (r, true);
+      else if (op < 78)
+        {
+          long n = flusher_batch (r->vol, &r->be,
+                                  1 + test_rand_below (&r->rng, 3));
+          if (n < 0)
+            RFAIL (r, "flusher_batch: %s", strerror ((int)-n));
+        }
+      else if (op < 80)
+        {
+          /* A burst of whole blocks without a flush: the log fills. */
+          uint64_t n = 8 + test_rand_below (&r->rng, 40);
+          for (uint64_t k = 0; k < n && !power_crashed (&r->pw); k++)
+            do_write (r, test_rand_below (&r->rng, r->nblocks) * SECTORS,
+                      SECTORS, false);
+        }
+      else if (op < 81)
+        {
+          if (test_env_u64 ("HHC_TEST_OUTAGES", 1))
+            backend_outage (r);
+        }
+      else if (op < 82)
+        {
+          int e = vol_reclaim (r->vol);
+          if (e)
+            RFAIL (r, "vol_reclaim: %s", strerror (e));
+        }
+      else if (op < 94 && lba + 2 <= r->nblocks)
+        {
+          /* Zero or trim up to two blocks, sector aligned. */
+          uint64_t s0 = test_rand_below (&r->rng, SECTORS);
+          uint64_t n = 1 + test_rand_below (&r->rng, 2 * SECTORS - s0);
+          do_passdown (r, lba * SECTORS + s0, n, op >= 88,
+                       test_rand_below (&r->rng, 8) == 0);
+        }
+      else
+        {
+          int e = hhc_prefetch (r->vol, &r->be, 2 * BS,
+                                (lba + 2 <= r->nblocks ? lba : 0) * BS);
+          if (e)
+            RFAIL (r, "prefetch: %s", strerror (e));
+        }
+    }
+}
+
+/* Every sector of the volume (through reads) or of the backend. */
+static void
+verify_all (struct run *r, bool backend, const char *what)
+{
+  unsigned char blk[BS];
+  char why[200];
+
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      if (backend)
+        membackend_peek (r->mb, false, blk, BS, l * BS);
+      else
+        {
+          int e = hhc_read (r->vol, &r->be, blk, BS, l * BS);
+          if (e)
+            RFAIL (r, "%s: read of block %llu: %s", what, (unsigned long long)l,
+                   strerror (e));
+        }
+      for (uint32_t s = 0; s < SECTORS; s++)
+        if (!model_ok (&r->m, l * SECTORS + s, blk + s * PAT_SECTOR, why,
+                       sizeof why))
+          RFAIL (r, "%s: block %llu sector %u holds %s", what,
+                 (unsigned long long)l, s, why);
+    }
+}
+
+struct totals {
+  uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
+  uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
+  uint64_t head_persists, mirrors2, backend_reverts, ops;
+  uint64_t redone, redo_runs, redo_cut, checkpoints;
+};
+
+static void
+add_log_stats (struct run *r, struct totals *t)
+{
+  struct log_stats ls;
+
+  log_get_stats (r->vol->log, &ls);
+  t->segments += ls.segments;
+  t->wrapped += ls.bytes > ls.region_size;
+  t->full_waits += ls.full_waits;
+  t->relogged += ls.relogged;
+  t->reclaimed += ls.reclaimed;
+  t->revokes += ls.revokes;
+  t->head_persists += ls.head_persists;
+  t->checkpoints += ls.checkpoints;
+}
+
+/* After the restart: the volume works, and after a drain the backend
+ * holds exactly what the volume reads.
+ */
+static void
+check_usable (struct run *r)
+{
+  unsigned char blk[BS];
+
+  set_phase (r, "after recovery");
+  for (int i = 0; i < 6; i++)
+    {
+      uint64_t lba = pick_lba (r);
+      do_write (r, lba * SECTORS, SECTORS, false);
+    }
+  do_flush (r, true);
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      T_ASSERT ((hhc_read (r->vol, &r->be, blk, BS, l * BS)) == 0);
+      if (membackend_cmp (r->mb, true, blk, BS, l * BS) != 0)
+        RFAIL (r,
+               "after a drain, block %llu reads other data than the "
+               "backend holds",
+               (unsigned long long)l);
+    }
+}
+
+/* Open with a power cut armed within the first max_at counted calls;
+ * true if it came (the volume is closed again, the power back on).
+ */
+static bool
+open_cut (struct run *r, uint64_t max_at, unsigned seed)
+{
+  power_arm (&r->pw, 1 + test_rand_below (&r->rng, max_at),
+             test_rand_below (&r->rng, 2), seed, test_rand_below (&r->rng, 2));
+  run_open (r);
+  if (!power_crashed (&r->pw))
+    {
+      power_arm (&r->pw, 0, false, 0, false);
+      return false;
+    }
+  run_close (r);
+  power_restore (&r->pw);
+  return true;
+}
+
+static const uint32_t slot_choice[] = { 64, 128, 256, 400 };
+
+/* The volume's configuration, drawn from the seed. */
+static void
+run_conf (struct run *r, uint64_t seed)
+{
+  static const unsigned low_choice[] = { 2, 5, 10, 20 };
+
+  hhc_conf_init (&r->conf);
+  memset (&r->pre, 0, sizeof r->pre);
+  r->conf.mode = HHC_MODE_HHC;
+  /* ssd-sync=checkpoint (a FLUSH syncs only the log) in two seeds out of
+   * three, from the seed so that the draws below stay as they were.
+   */
+  r->conf.wal = seed % 3 != 0;
+  r->conf.log = test_log;
+  r->conf.nlogs = r->nlogs;
+  r->conf.segment_size = SEG;
+  r->conf.log_buffers = 2 + test_rand_below (&r->rng, 3);
+  r->conf.writeback_threads = 2;
+  if (test_rand_below (&r->rng, 3))
+    {
+      r->conf.dirty_low = low_choice[test_rand_below (&r->rng, 4)];
+      r->conf.dirty_high
+          = r->conf.dirty_low + 5 + test_rand_below (&r->rng, 30);
+    }
+  else
+    {
+      /* Write-back mostly when the log fills up: the log runs full. */
+      r->conf.dirty_low = 70;
+      r->conf.dirty_high = 85;
+    }
+  r->conf.dirty_max = 90;
+  for (unsigned i = 0; i < r->nlogs; i++)
+    {
+      tdev_new (&r->logs[i], r->log_size, &r->pw, log_names[i]);
+      r->conf.log_paths[i] = log_names[i];
+      r->pre.logs[i] = r->logs[i].pd;
+    }
+}
+
+/* The devices, the backend (every block at version 0) and the
+ * volume's configuration of seed's run.
+ */
+static void
+run_setup (struct run *r, uint64_t seed)
+{
+  static const uint64_t region_choice[]
+      = { 352 * KiB, 384 * KiB, 512 * KiB, 1024 * KiB, 3072 * KiB };
+  unsigned char blk[BS];
+
+  r->seed = seed;
+  r->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+  set_phase (r, "setup");
+  r->nblocks = (1 + test_rand_below (&r->rng, 2)) * 256;
+  r->nlogs = 1 + test_rand_below (&r->rng, 2);
+  r->log_size = LOG_REGION_OFF + region_choice[test_rand_below (&r->rng, 5)];
+  r->buf = malloc (3 * BS);
+  T_ASSERT ((r->buf) != NULL);
+  r->mb = membackend_new (r->nblocks * BS);
+  T_ASSERT ((r->mb) != NULL);
+  power_init (&r->pw, r->mb);
+  r->be = (struct pbe){ r->mb, &r->pw };
+  model_init (&r->m, r->nblocks * SECTORS);
+  for (uint64_t l = 0; l < r->nblocks; l++)
+    {
+      pattern_fill (blk, l, 0, SECTORS, 0);
+      membackend_poke (r->mb, blk, BS, l * BS);
+      for (uint32_t s = 0; s < SECTORS; s++)
+        model_set (&r->m, l * SECTORS + s, 0);
+    }
+  r->info = membackend_info (r->mb, test_rand_below (&r->rng, 2) ? 16384 : 0,
+                             "membackend:log");
+  run_conf (r, seed);
+  new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+  snprintf (r->cfg, sizeof r->cfg,
+            "%u log%s of %llu KiB, %u buffers, %u slots, %llu blocks, "
+            "dirty %u/%u/%u, preferred block %u",
+            r->nlogs, r->nlogs > 1 ? "s" : "",
+            (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
+            r->conf.log_buffers, r->nslots, (unsigned long long)r->nblocks,
+            r->conf.dirty_low, r->conf.dirty_high, r->conf.dirty_max,
+            r->info.preferred_block);
+}
+
+/* The cut: at any counted call (device write or sync, backend write,
+ * trim, zero or flush), or only at a sync or backend flush; then the
+ * volume is closed and the snapshot put back.
+ */
+static void
+run_cut (struct run *r, struct totals *t)
+{
+  set_phase (r, "workload");
+  bool revert = test_rand_below (&r->rng, 2);
+  t->backend_reverts += revert;
+  if (test_rand_below (&r->rng, 2))
+    power_arm (&r->pw, 1 + test_rand_below (&r->rng, 1500), false,
+               (unsigned)r->seed, revert);
+  else
+    power_arm (&r->pw, 1 + test_rand_below (&r->rng, 400), true,
+               (unsigned)r->seed, revert);
+  workload (r, 250 + test_rand_below (&r->rng, 250));
+  t->ops += __atomic_load_n (&r->pw.ops, __ATOMIC_ACQUIRE);
+  if (power_crashed (&r->pw))
+    t->cut_mid++;
+  else
+    power_cut (&r->pw);
+  add_log_stats (r, t);
+  set_phase (r, "close after the cut");
+  run_close (r);
+  power_restore (&r->pw);
+}
+
+/* (a) Power back on: reload the cache, redoing the log into it (FLUSH
+ * synced only the log).  Sometimes the power fails again during the
+ * redo.
+ */
+static void
+run_reopen (struct run *r, struct totals *t)
+{
+  struct hhc_counts c;
+
+  set_phase (r, "reopen");
+  t->reopen++;
+  /* The redo depends on how the last run flushed, not this one. */
+  if (test_rand_below (&r->rng, 4) == 0)
+    r->conf.wal = !r->conf.wal;
+  if (test_rand_below (&r->rng, 3) == 0)
+    {
+      set_phase (r, "reopen, cut during the redo");
+      if (open_cut (r, 60, (unsigned)r->seed + 3))
+        {
+          t->redo_cut++;
+          set_phase (r, "reopen after a cut during the redo");
+          run_open (r);
+        }
+    }
+  else
+    run_open (r);
+  hhc_get_counts (r->vol, &c);
+  t->redone += c.log_redone;
+  t->redo_runs += c.log_redone > 0;
+  verify_all (r, false, "reopened volume");
+}
+
+/* (b) The SSD is lost: a blank one, and the log is replayed into the
+ * backend at start.  Sometimes the power fails again during the
+ * recovery.
+ */
+static void
+run_replay (struct run *r, struct totals *t)
+{
+  t->replay++;
+  set_phase (r, "replay");
+  new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+  if (test_rand_below (&r->rng, 3) == 0)
+    {
+      set_phase (r, "replay, cut during recovery");
+      if (open_cut (r, 120, (unsigned)r->seed + 1))
+        {
+          t->recovery_cut++;
+          /* Again with what is left of the new SSD, or another. */
+          if (test_rand_below (&r->rng, 2))
+            new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+          set_phase (r, "replay after a cut during recovery");
+          run_open (r);
+        }
+    }
+  else
+    run_open (r);
+  verify_all (r, true, "backend after the replay");
+  verify_all (r, false, "volume after the replay");
+}
+
+static void
+one_run (struct run *r, uint64_t seed, struct totals *t)
+{
+  run_setup (r, seed);
+  set_phase (r, "first open");
+  run_open (r);
+
+  /* Some runs start from a volume that was closed and reopened. */
+  if (seed % 4 == 0)
+    {
+      set_phase (r, "before the reopen");
+      workload (r, 80);
+      run_close (r);
+      model_flush_all (&r->m); /* close makes everything durable */
+      run_open (r);
+    }
+  run_cut (r, t);
+  if (test_rand_below (&r->rng, 2) == 0)
+    run_reopen (r, t);
+  else
+    run_replay (r, t);
+  check_usable (r);
+  run_close (r);
+
+  t->runs++;
+  t->writes += r->nwrites;
+  t->flushes += r->nflushes;
+  t->mirrors2 += r->nlogs == 2;
+  tdev_free (&r->ssd);
+  for (unsigned i = 0; i < r->nlogs; i++)
+    tdev_free (&r->logs[i]);
+  power_destroy (&r->pw);
+  membackend_free (r->mb);
+  model_free (&r->m);
+  free (r->buf);
+}
+
+struct seed_job {
+  struct run r;
+  uint64_t seed;
+  struct totals t;
+  char msg[MSG_MAX];
+};
+
+static void *
+seed_thread (void *p)
+{
+  struct seed_job *j = p;
+
+  worker_msg = j->msg;
+  one_run (&j->r, j->seed, &j->t);
+  return NULL;
+}
+
+static void
+test_random_crashes (void **state)
+{
+  uint64_t first = test_env_u64 ("HHC_TEST_SEED", 1);
+  uint64_t n = test_env_u64 ("HHC_TEST_ROUNDS", SANITIZED ? 12 : 50);
+  /* A seed that has not finished after this long hangs. */
+  unsigned timeout_s = test_env_u64 ("HHC_TEST_TIMEOUT", SANITIZED ? 300 : 60);
+  /* HHC_TEST_KEEP_GOING=1: report every failing seed, not the first. */
+  bool keep_going = test_env_u64 ("HHC_TEST_KEEP_GOING", 0);
+  struct totals t = { 0 };
+  uint64_t failed = 0;
+  char first_msg[MSG_MAX] = "";
+
+  printf ("log crash campaign: seeds %llu..%llu (replay one with "
+          "HHC_TEST_SEED=n HHC_TEST_ROUNDS=1)\n",
+          (unsigned long long)first, (unsigned long long)(first + n - 1));
+  fflush (stdout);
+  for (uint64_t seed = first; seed < first + n; seed++)
+    {
+      struct seed_job *j = calloc (1, sizeof *j);
+      pthread_t th;
+      assert_non_null (j);
+      j->seed = seed;
+      assert_int_equal (pthread_create (&th, NULL, seed_thread, j), 0);
+      if (!test_join (th, timeout_s * 1000))
+        /* Leaked on purpose: its threads are stuck. */
+        {
+          const char *ph = get_phase (&j->r); /* after cfg was set */
+          snprintf (j->msg, sizeof j->msg,
+                    "seed %llu (%s; %s): HANG: not finished after %u s",
+                    (unsigned long long)seed, ph,
+                    strcmp (ph, "setup") ? j->r.cfg : "?", timeout_s);
+        }
+      if (j->msg[0])
+        {
+          printf ("FAILED: %s\n", j->msg);
+          fflush (stdout);
+          if (failed++ == 0)
+            snprintf (first_msg, sizeof first_msg, "%s", j->msg);
+          if (!keep_going)
+            break;
+          continue; /* leaked: it may still be in use */
+        }
+      t.runs += j->t.runs;
+      t.cut_mid += j->t.cut_mid;
+      t.reopen += j->t.reopen;
+      t.replay += j->t.replay;
+      t.recovery_cut += j->t.recovery_cut;
+      t.writes += j->t.writes;
+      t.flushes += j->t.flushes;
+      t.segments += j->t.segments;
+      t.wrapped += j->t.wrapped;
+      t.full_waits += j->t.full_waits;
+      t.relogged += j->t.relogged;
+      t.reclaimed += j->t.reclaimed;
+      t.revokes += j->t.revokes;
+      t.head_persists += j->t.head_persists;
+      t.checkpoints += j->t.checkpoints;
+      t.redone += j->t.redone;
+      t.redo_runs += j->t.redo_runs;
+      t.redo_cut += j->t.redo_cut;
+      t.mirrors2 += j->t.mirrors2;
+      t.backend_reverts += j->t.backend_reverts;
+      t.ops += j->t.ops;
+      free (j);
+    }
+  printf ("%llu runs (%llu with 2 mirrors, %llu cut mid-workload, %llu "
+          "with the backend losing unflushed writes): %llu reopened, %llu "
+          "replayed (%llu cut again during recovery); %llu writes, %llu "
+          "completed flushes, %llu counted calls; log: %llu segments, "
+          "%llu runs wrapped, %llu full waits, %llu relogged, %llu "
+          "reclaimed, %llu revokes, %llu head persists, %llu "
+          "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
+          "the redo)\n",
+          (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
+          (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
+          (unsigned long long)t.reopen, (unsigned long long)t.replay,
+          (unsigned long long)t.recovery_cut, (unsigned long long)t.writes,
+          (unsigned long long)t.flushes, (unsigned long long)t.ops,
+          (unsigned long long)t.segments, (unsigned long long)t.wrapped,
+          (unsigned long long)t.full_waits, (unsigned long long)t.relogged,
+          (unsigned long long)t.reclaimed, (unsigned long long)t.revokes,
+          (unsigned long long)t.head_persists,
+          (unsigned long long)t.checkpoints, (unsigned long long)t.redo_runs,
+          (unsigned long long)t.redone, (unsigned long long)t.redo_cut);
+  /* The write-ahead restart was exercised (a FLUSH commits no SSD). */
+  if (!failed && t.reopen >= 10 && t.redo_runs == 0)
+    fail_msg ("%llu reopens, none redid a block from the log",
+              (unsigned long long)t.reopen);
+  if (failed)
+    fail_msg ("%llu seed(s) failed; the first: %s", (unsigned long long)failed,
+              first_msg);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_random_crashes),
+  };
+  test_filter_from_env ();
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
