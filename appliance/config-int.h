@@ -92,10 +92,12 @@ int cfg_get_bool (struct ctx *c, const struct at *o, const char *key,
                   bool *dst);
 int cfg_get_object (struct ctx *c, const struct at *o, const char *key,
                     bool required, struct at *a);
-/* "10G" into *out: digits, an optional K M G T (powers of 1024).  The
- * appliance's one size parser.
+/* What a size may be, in messages (common/parse.h's syntax, the
+ * filter's and the plugins').
  */
-bool cfg_parse_size (const char *s, uint64_t *out);
+#define CFG_SIZE_SYNTAX                                                        \
+  "digits with an optional b, s, K, M, G, T, P or E (64M, 64MB and 64MiB "     \
+  "are the same)"
 /* Value a as a size (a size string or an integer) into *bytes and, as
  * text, into *text (if not NULL).
  */

@@ -1,9 +1,9 @@
 /* hhc-gateway.json: a volume's "tuning", the filter's parameters,
- * checked as the filter checks them.
+ * checked as the filter checks them (with the filter's parser,
+ * common/parse.h).
  */
 #include <config.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config-int.h"
+#include "parse.h"
 
 /* The filter's tuning parameters (nbdkit-hhc-filter/hhc.c .config). */
 enum tuning_kind { T_SIZE, T_UINT, T_RATIO, T_FORMAT, T_BOOL, T_SSDSYNC };
@@ -47,22 +47,16 @@ static const struct tuning_key tuning_keys[] = {
 /* The filter's defaults of dirty-low, dirty-high, dirty-max. */
 static const unsigned dirty_defaults[3] = { 20, 60, 95 };
 
-/* A whole number string ("60" or "60%"). */
+/* A whole number string ("60" or "60%"), as the filter reads one. */
 static bool
 parse_uint (const char *s, uint64_t *out)
 {
-  uint64_t v = 0;
+  unsigned v;
 
-  if (!isdigit ((unsigned char)*s))
+  if (hhc_parse_unsigned (s, "%", &v) != NULL)
     return false;
-  for (; isdigit ((unsigned char)*s); s++)
-    {
-      if (v > 100000000)
-        return false;
-      v = v * 10 + (*s - '0');
-    }
   *out = v;
-  return *s == '\0' || strcmp (s, "%") == 0;
+  return true;
 }
 
 /* Whether text is a valid value of k (n: its number, if it has one). */
@@ -71,15 +65,14 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
 {
   static const char *const formats[] = { "auto", "force", "never", NULL };
   static const char *const ssd_syncs[] = { "flush", "checkpoint", NULL };
-  static const char *const bools[]
-      = { "1", "0", "true", "false", "yes", "no", "on", "off", NULL };
   char buf[32];
+  bool b;
   size_t len = strlen (text);
 
   switch (k->kind)
     {
     case T_SIZE:
-      return cfg_parse_size (text, n) && *n >= k->lo && *n <= k->hi
+      return hhc_parse_size (text, n) == NULL && *n >= k->lo && *n <= k->hi
              && HHC_IS_POW2 (*n);
     case T_RATIO:
       if (len >= 2 && len < sizeof buf && strcmp (text + len - 2, ":1") == 0)
@@ -96,10 +89,7 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
     case T_SSDSYNC:
       return cfg_in_list (text, ssd_syncs);
     case T_BOOL:
-      for (int i = 0; bools[i]; i++)
-        if (strcasecmp (text, bools[i]) == 0)
-          return true;
-      return false;
+      return hhc_parse_bool (text, &b) == NULL;
     }
   return false;
 }

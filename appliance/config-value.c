@@ -1,10 +1,10 @@
 /* hhc-gateway.json's validation helpers (config-int.h): the context,
- * the cursor and its messages, typed members (with the appliance's
- * size parser) and the checks of devices and files.
+ * the cursor and its messages, typed members (sizes in common/parse.h's
+ * syntax, as the filter and the plugins read them) and the checks of
+ * devices and files.
  */
 #include <config.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config-int.h"
+#include "parse.h"
 
 /* ------------------------------------------------------------------ */
 /* Validation context, cursors and messages. */
@@ -223,38 +224,6 @@ cfg_get_object (struct ctx *c, const struct at *o, const char *key,
   return 1;
 }
 
-/* "10G" into *out: digits, an optional K M G T (powers of 1024). */
-bool
-cfg_parse_size (const char *s, uint64_t *out)
-{
-  static const char suffixes[] = "kmgt";
-  const char *p;
-  uint64_t v = 0;
-
-  if (!isdigit ((unsigned char)*s))
-    return false;
-  for (; isdigit ((unsigned char)*s); s++)
-    {
-      if (v > (INT64_MAX - 9) / 10)
-        return false;
-      v = v * 10 + (*s - '0');
-    }
-  if (*s)
-    {
-      p = strchr (suffixes, tolower ((unsigned char)*s));
-      if (p == NULL || s[1])
-        return false;
-      for (int i = 0; i <= p - suffixes; i++)
-        {
-          if (v > INT64_MAX / 1024)
-            return false;
-          v *= 1024;
-        }
-    }
-  *out = v;
-  return true;
-}
-
 /* Value a as a size (a size string or an integer) into *bytes and, as
  * text, into *text (if not NULL).
  */
@@ -270,9 +239,8 @@ cfg_size_value (struct ctx *c, const struct at *a, uint64_t *bytes, char **text)
       *bytes = json_integer_value (a->v);
     }
   else if (!json_is_string (a->v)
-           || !cfg_parse_size (json_string_value (a->v), bytes))
-    return cfg_fail (c, a, false,
-                     "must be a size: digits with an optional K, M, G or T");
+           || hhc_parse_size (json_string_value (a->v), bytes) != NULL)
+    return cfg_fail (c, a, false, "must be a size: %s", CFG_SIZE_SYNTAX);
   return text ? cfg_copy (
              c, a, json_is_string (a->v) ? json_string_value (a->v) : buf, text)
               : 0;

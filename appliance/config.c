@@ -18,8 +18,10 @@
  * same object, to name its path and position.
  *
  * The keys (S: string, non-empty, no control characters; N: JSON
- * integer; B: true or false; SIZE: digits with an optional K, M, G or
- * T suffix (either case, powers of 1024) or a non-negative integer).
+ * integer; B: true or false; SIZE: a size string in common/parse.h's
+ * syntax, the filter's (digits, then optionally b, s, or K to E in
+ * either case, powers of 1024, which may be followed by B or iB) or a
+ * non-negative integer).
  * Unknown keys are an error at every level.
  *
  *   key                    type      default      rule

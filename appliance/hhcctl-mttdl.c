@@ -10,6 +10,7 @@
 
 #include "hhcctl.h"
 #include "mttdl.h"
+#include "parse.h"
 
 /* Defaults: see hhcctl(8), MTTDL MODEL, for the sources. */
 #define MTTDL_DEF_DISKS 4
@@ -31,16 +32,14 @@ struct mttdl_row {
   double hours, approx;
 };
 
+/* A whole number in the filter's syntax (common/parse.h). */
 static int
 parse_unsigned (const char *opt, const char *s, unsigned min, unsigned max,
                 unsigned *v)
 {
-  char *end;
-  unsigned long n;
+  unsigned n;
 
-  errno = 0;
-  n = strtoul (s, &end, 10);
-  if (errno || end == s || *end || *s == '-' || n < min || n > max)
+  if (hhc_parse_unsigned (s, NULL, &n) != NULL || n < min || n > max)
     return usage_error ("%s must be a whole number from %u to %u, not '%s'",
                         opt, min, max, s);
   *v = n;

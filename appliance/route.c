@@ -34,6 +34,8 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "parse.h"
+
 #define MAX_CONNS 16
 
 static char *map_path;
@@ -67,9 +69,8 @@ route_config (const char *key, const char *value)
     }
   if (strcmp (key, "connections") == 0)
     {
-      if (nbdkit_parse_unsigned ("connections", value, &nconns) == -1)
-        return -1;
-      if (nconns < 1 || nconns > MAX_CONNS)
+      if (hhc_parse_unsigned (value, NULL, &nconns) != NULL || nconns < 1
+          || nconns > MAX_CONNS)
         {
           nbdkit_error ("connections=%s: must be from 1 to %d", value,
                         MAX_CONNS);

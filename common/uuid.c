@@ -1,6 +1,6 @@
 /* Random (version 4) UUIDs (uuid.h): the volume UUID of a new cos
- * volume.  (gateway/util.c has the core's own pair, hhc_make_uuid and
- * hhc_uuid_str, until the core uses these.)
+ * volume, and the core's cache and log UUIDs (gateway/common.h calls
+ * these hhc_make_uuid and hhc_uuid_str).
  */
 #include <config.h>
 

@@ -19,7 +19,6 @@
 #include "config.h"
 #include "extents.h"
 #include "object.h"
-#include "open.h"
 #include "s3.h"
 
 #define MAX_KEYS 1000

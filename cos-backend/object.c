@@ -31,7 +31,6 @@
 #include "lock.h"
 #include "objcache.h"
 #include "object.h"
-#include "open.h"
 #include "s3.h"
 
 #define NLOCKS 1024
@@ -40,6 +39,8 @@
  * that object_lock maps to it.
  */
 static pthread_mutex_t locks[NLOCKS];
+
+struct cos_volume vol;
 
 static uint64_t ra_fetched; /* atomic: objects read ahead */
 

@@ -1,4 +1,4 @@
-/* cos-backend: the objects of the open volume, one at a time (see
+/* cos-backend: the open volume and its objects, one at a time (see
  * object.c).  Every function may be called from any thread; the ones
  * that read or write an object take its lock themselves.
  */
@@ -10,6 +10,23 @@
 #include <stdint.h>
 
 #include "wbuf.h"
+
+/* The open volume: filled by open_volume (open.c), read-only after
+ * it but for wb, which .cleanup stores, frees and clears once no
+ * request can come.  Defined in object.c, below the files that use it.
+ */
+struct cos_volume {
+  struct s3 *s3;
+  uint64_t size;          /* bytes */
+  uint32_t object_size;   /* bytes */
+  char uuid[37];          /* the volume's, from volume.json */
+  char *description;      /* the export description */
+  struct objcache *cache; /* NULL: object-cache= holds no object */
+  struct wbuf *wb;        /* NULL: writeback=0 */
+  unsigned ra_objects;    /* readahead in effect (0: off) */
+};
+
+extern struct cos_volume vol;
 
 /* .load: initialise the striped object locks. */
 extern void object_init (void);

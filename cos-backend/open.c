@@ -1,6 +1,6 @@
-/* cos-backend: the open volume (open.h), and opening it at
- * .get_ready: the store's client, PREFIX/volume.json (read, or made
- * with create=true), the object cache and the write-back buffer.
+/* cos-backend: opening the volume (object.h's vol) at .get_ready:
+ * the store's client, PREFIX/volume.json (read, or made with
+ * create=true), the object cache and the write-back buffer.
  */
 #include <config.h>
 
@@ -20,8 +20,6 @@
 #include "s3.h"
 #include "uuid.h"
 #include "volume-json.h"
-
-struct cos_volume vol;
 
 /* The store's client, as the parameters ask. */
 static int

@@ -22,7 +22,6 @@
 #include "lock.h"
 #include "objcache.h"
 #include "object.h"
-#include "open.h"
 #include "span.h"
 
 /* One request's objects. */

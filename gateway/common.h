@@ -1,5 +1,5 @@
-/* Small helpers shared by the core: scope-bound locks and buffers
- * (from common/), a type-safe growable array, logging.
+/* Small helpers shared by the core: scope-bound locks and buffers and
+ * UUIDs (from common/), a type-safe growable array, logging.
  */
 #ifndef HHC_COMMON_H
 #define HHC_COMMON_H
@@ -17,6 +17,7 @@
 /* By path: every user of the core's headers gets them without a -I. */
 #include "../common/cleanup.h"
 #include "../common/lock.h"
+#include "../common/uuid.h"
 #include "hhc.h"
 
 #define HHC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -25,10 +26,15 @@
 #define HHC_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
 
 /* Abort on a failed pthread call: a failed lock is a bug, not an
- * error to report.  (hhc_lock, hhc_unlock and HHC_SCOPED_LOCK are
- * common/lock.h's, HHC_CLEANUP_FREE common/cleanup.h's.)
+ * error to report.  common/lock.h's hhc_lock_fail under the core's
+ * name.  (hhc_lock, hhc_unlock and HHC_SCOPED_LOCK are common/lock.h's,
+ * HHC_CLEANUP_FREE common/cleanup.h's.)
  */
-void hhc_pthread_fail (const char *what, int r) __attribute__ ((noreturn));
+static inline void __attribute__ ((noreturn))
+hhc_pthread_fail (const char *what, int r)
+{
+  hhc_lock_fail (what, r);
+}
 
 /* Type-safe growable array: HHC_VECTOR (name, type) defines
  * struct name { type *ptr; size_t len, cap; } and name_append,
@@ -107,10 +113,19 @@ put64 (void *p, uint64_t v)
   memcpy (p, &v, 8);
 }
 
-/* A random UUID (from /dev/urandom). */
-void hhc_make_uuid (uint8_t uuid[16]);
-/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
-void hhc_uuid_str (const uint8_t u[16], char out[37]);
+/* A random (version 4) UUID: common/uuid.h's, under the core's name. */
+static inline void
+hhc_make_uuid (uint8_t uuid[16])
+{
+  hhc_uuid_generate (uuid);
+}
+
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (common/uuid.h's). */
+static inline void
+hhc_uuid_str (const uint8_t u[16], char out[37])
+{
+  hhc_uuid_format (u, out);
+}
 
 /* 64-bit mixing hash (for the index). */
 static inline uint64_t

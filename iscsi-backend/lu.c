@@ -103,15 +103,14 @@ lu_end (struct request *r, bool executed, bool good)
     lu.synced = r->tick;
 }
 
-/* With s->lock held: the reply T reports a reset of the LU.  Marks the
- * writes lost if one may have been in the cache (one error line, the
- * first time); else returns true if the caller must drain the other
- * sessions (no drain runs yet).
+/* With s->lock held: the reply T reports a reset of the LU that C
+ * names (for the message).  Marks the writes lost if one may have been
+ * in the cache (one error line, the first time); else returns true if
+ * the caller must drain the other sessions (no drain runs yet).
  */
 bool
-lu_reset_seen (const struct scsi_task *t)
+lu_reset_seen (const struct scsi_task *t, const struct pool_conf *c)
 {
-  const struct pool_conf *c = pool.conf;
   char d[160];
 
   sense_describe (t, d, sizeof d);

@@ -33,9 +33,11 @@
  */
 #define LOGIN_BOUND_S 10
 
+struct pool;
 struct request;
 
 struct session {
+  struct pool *pool;         /* the pool it is in: its conf and lock */
   pthread_mutex_t lock;      /* protects ctx ... why; see session_unlock */
   struct iscsi_context *ctx; /* NULL: not logged in */
   unsigned gen;              /* bumped whenever ctx is dropped or set */
@@ -78,7 +80,7 @@ struct request {
   bool drain;     /* it reported a reset: its requester drains */
 };
 
-/* The pool (pool.c). */
+/* The pool (pool.c), which every session points to (s->pool). */
 struct pool {
   const struct pool_conf *conf;
   struct session *s;
@@ -87,11 +89,9 @@ struct pool {
   pthread_mutex_t lock; /* protects s[].users, s[].up and reconnects */
 };
 
-extern struct pool pool;
-
 /* session.c (each function's comment is there). */
 
-/* Set up S, log it in (loudly: start-up) and start its ticker. */
+/* Set up S (s->pool set), log it in (loudly) and start its ticker. */
 extern int session_start (struct session *s);
 /* Stop S's ticker, log S out and free it. */
 extern void session_stop (struct session *s);
@@ -110,8 +110,11 @@ extern void session_unlock (struct session *s);
 extern void lu_begin (struct request *r);
 /* With s->lock held: R ended (once per request). */
 extern void lu_end (struct request *r, bool executed, bool good);
-/* With s->lock held: T reports a reset; true: drain the others. */
-extern bool lu_reset_seen (const struct scsi_task *t);
+/* With s->lock held: T reports a reset of C's LU; true: drain the
+ * others.
+ */
+extern bool lu_reset_seen (const struct scsi_task *t,
+                           const struct pool_conf *c);
 /* The drain that lu_reset_seen asked for is over: writes may start. */
 extern void lu_drain_done (void);
 

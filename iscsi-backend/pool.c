@@ -30,7 +30,7 @@
  */
 #define DRAIN_TRIES 8
 
-struct pool pool = {
+static struct pool pool = {
   .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -49,6 +49,7 @@ pool_start (const struct pool_conf *conf)
   for (i = 0; i < conf->sessions; i++)
     {
       pool.n = i + 1; /* so pool_stop frees what is set up */
+      pool.s[i].pool = &pool;
       if (session_start (&pool.s[i]) == -1)
         return -1;
     }

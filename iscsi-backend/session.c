@@ -68,11 +68,12 @@
 #include "pool-int.h"
 #include "sense.h"
 
-/* Log a new context in.  Reports failures with nbdkit_error when LOUD,
- * else with nbdkit_debug (retries are not errors yet).  Every login
- * gives up after LOGIN_BOUND_S even with timeout=0, the TCP connect
- * included (LOGIN_SYNCNT SYN retries: 1 + 2 + 4 s): the first ones, so
- * that a portal that never answers stops the start; the ticker's,
+/* Log a new context in, as C asks.  Reports failures with
+ * nbdkit_error when LOUD, else with nbdkit_debug (retries are not
+ * errors yet).  Every login gives up after LOGIN_BOUND_S even with
+ * timeout=0, the TCP connect included (LOGIN_SYNCNT SYN retries:
+ * 1 + 2 + 4 s): the first ones, so that a portal that never answers
+ * stops the start; the ticker's,
  * which nbdkit's exit waits for; and a requester's reconnection, which
  * holds the session's lock meanwhile (so the ticker and the exit wait
  * for it too).  A reconnection is not a command: pool_exec bounds the
@@ -80,9 +81,8 @@
  */
 #define LOGIN_SYNCNT 2
 static struct iscsi_context *
-session_login (bool loud)
+session_login (const struct pool_conf *c, bool loud)
 {
-  const struct pool_conf *c = pool.conf;
   struct iscsi_context *ctx = iscsi_create_context (c->initiator);
   if (ctx == NULL)
     {
@@ -124,7 +124,7 @@ session_login (bool loud)
 static void
 session_set_up (struct session *s, bool up)
 {
-  HHC_SCOPED_LOCK (&pool.lock);
+  HHC_SCOPED_LOCK (&s->pool->lock);
   s->up = up;
 }
 
@@ -171,17 +171,17 @@ session_ensure (struct session *s, char *msg, size_t len)
 {
   if (s->ctx)
     return 0;
-  s->ctx = session_login (false);
+  s->ctx = session_login (s->pool->conf, false);
   if (s->ctx == NULL)
     {
-      snprintf (msg, len, "reconnection to %s failed", pool.conf->portal);
+      snprintf (msg, len, "reconnection to %s failed", s->pool->conf->portal);
       return -1;
     }
   s->gen++;
   session_set_up (s, true);
   {
-    HHC_SCOPED_LOCK (&pool.lock);
-    pool.reconnects++;
+    HHC_SCOPED_LOCK (&s->pool->lock);
+    s->pool->reconnects++;
   }
   return 0;
 }
@@ -213,7 +213,7 @@ request_done (struct iscsi_context *ctx, int status, void *data, void *priv)
   lu_end (r, !sense_refused (status, t),
           status == SCSI_STATUS_GOOD || status == SCSI_STATUS_CONDITION_MET);
   if (sense_is_reset (status, t))
-    r->drain = lu_reset_seen (t);
+    r->drain = lu_reset_seen (t, r->s->pool->conf);
   if (r->prevp) /* else cancelled while being queued: not listed */
     {
       if (r->next)
@@ -245,7 +245,7 @@ session_issue (struct session *s, struct request *r)
       return;
     }
   r->gen = s->gen;
-  r->task = r->issue (s->ctx, pool.conf->lun, r->arg, request_done, r);
+  r->task = r->issue (s->ctx, s->pool->conf->lun, r->arg, request_done, r);
   if (r->task == NULL)
     {
       snprintf (r->msg, r->len, "cannot queue the command: %s",
@@ -481,8 +481,8 @@ request_wait (struct session *s, struct request *r)
   return true;
 }
 
-/* Set up S and log it in (a failure is an nbdkit_error: this is the
- * start), then start its ticker.  Returns -1 after nbdkit_error; what
+/* Set up S, whose s->pool the pool has set, and log it in (a failure
+ * is an nbdkit_error: this is the start), then start its ticker.  Returns -1 after nbdkit_error; what
  * was set up is freed by session_stop.
  */
 int
@@ -496,7 +496,7 @@ session_start (struct session *s)
   /* Bounded: a portal that accepts the connection and never
    * answers is one error at start-up, not a start that hangs.
    */
-  ctx = session_login (true);
+  ctx = session_login (s->pool->conf, true);
   if (ctx == NULL)
     return -1;
   {

@@ -15,7 +15,8 @@
  * (a drain must not hold up a stats request).  control_stop closes the
  * listening socket, wakes the accept thread and waits until every
  * connection thread has ended, so the volume outlives them.  `lock`
- * protects `active` and `stopping`.
+ * protects `active` and a drain job's `done` and `r`; it is taken with
+ * common/lock.h's checked scoped lock.
  */
 #include <config.h>
 
@@ -37,6 +38,7 @@
 #include <nbdkit-filter.h>
 
 #include "control.h"
+#include "lock.h"
 
 static struct hhc_volume *cvol;
 static void *cbctx;
@@ -47,8 +49,8 @@ static pthread_t accept_thread;
 static bool accept_running;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
-static unsigned active;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* active fell to 0 */
+static unsigned active; /* connection threads running: under lock */
 
 struct drain_job {
   int r;
@@ -102,10 +104,9 @@ drain_thread (void *p)
   struct drain_job *job = p;
   int r = hhc_drain (cvol, cbctx);
 
-  pthread_mutex_lock (&lock);
+  HHC_SCOPED_LOCK (&lock);
   job->r = r;
   job->done = true;
-  pthread_mutex_unlock (&lock);
   return NULL;
 }
 
@@ -134,9 +135,8 @@ do_drain (int fd)
       snprintf (line, sizeof line, "dirty %" PRIu64 "\n", c.dirty);
       send_str (fd, line);
       nanosleep (&ts, NULL); /* the progress rate, not a wait for state */
-      pthread_mutex_lock (&lock);
+      HHC_SCOPED_LOCK (&lock);
       done = job.done;
-      pthread_mutex_unlock (&lock);
     }
   pthread_join (th, NULL);
   if (job.r == 0)
@@ -169,10 +169,9 @@ conn_thread (void *p)
         send_str (fd, "error unknown request\n");
     }
   close (fd);
-  pthread_mutex_lock (&lock);
+  HHC_SCOPED_LOCK (&lock);
   if (--active == 0)
     pthread_cond_broadcast (&idle_cv);
-  pthread_mutex_unlock (&lock);
   return NULL;
 }
 
@@ -200,15 +199,15 @@ accept_loop (void *unused)
       pthread_attr_t attr;
       pthread_attr_init (&attr);
       pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-      pthread_mutex_lock (&lock);
-      active++;
-      pthread_mutex_unlock (&lock);
+      {
+        HHC_SCOPED_LOCK (&lock);
+        active++;
+      }
       if (pthread_create (&th, &attr, conn_thread, (void *)(intptr_t)fd) != 0)
         {
           close (fd);
-          pthread_mutex_lock (&lock);
+          HHC_SCOPED_LOCK (&lock);
           active--;
-          pthread_mutex_unlock (&lock);
         }
       pthread_attr_destroy (&attr);
     }
@@ -288,10 +287,11 @@ control_stop (void)
       pthread_join (accept_thread, NULL);
       accept_running = false;
     }
-  pthread_mutex_lock (&lock);
-  while (active > 0)
-    pthread_cond_wait (&idle_cv, &lock);
-  pthread_mutex_unlock (&lock);
+  {
+    HHC_SCOPED_LOCK (&lock);
+    while (active > 0)
+      hhc_cond_wait (&idle_cv, &lock);
+  }
   if (listen_fd >= 0)
     {
       close (listen_fd);

@@ -185,7 +185,7 @@ static const struct error_case error_cases[] = {
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"cache_size\": \"10X\"}]}",
     "t.json:1:100: volumes[0].cache_size: must be a size: digits with an "
-    "optional K, M, G or T" },
+    "optional b, s, K, M, G, T, P or E (64M, 64MB and 64MiB are the same)" },
   { "small_size",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"cache_size\": \"63K\"}]}",
@@ -727,6 +727,57 @@ test_find_equal (void **state)
   gw_config_free (&c2);
 }
 
+/* Sizes, numbers and booleans as strings take the filter's syntax
+ * (common/parse.h), which the values are passed on in.
+ */
+static void
+test_filter_syntax (void **state)
+{
+  static const char *const good[] = {
+    "\"cache_size\": \"64KiB\"",
+    "\"cache_size\": \"128s\"",
+    "\"cache_size\": \"1gB\"",
+    "\"cache_size\": \"1P\"",
+    "\"cache_size\": \"65536b\"",
+    "\"tuning\": {\"block-size\": \"4KiB\"}",
+    "\"tuning\": {\"segment-size\": \"2048s\"}",
+    "\"tuning\": {\"dirty-high\": \"060%\"}",
+    "\"tuning\": {\"direct\": \"Y\"}",
+    "\"tuning\": {\"direct\": \"f\"}",
+  };
+  static const char *const bad[] = {
+    "\"cache_size\": \"64Ki\"",
+    "\"cache_size\": \"64KiBB\"",
+    "\"cache_size\": \" 64K\"",
+    "\"cache_size\": \"+64K\"",
+    "\"cache_size\": \"0x10000\"",
+    "\"tuning\": {\"dirty-high\": \"+60\"}",
+    "\"tuning\": {\"dirty-high\": \" 60\"}",
+    "\"tuning\": {\"direct\": \"ja\"}",
+  };
+  char text[512], err[512];
+  struct gw_config cfg;
+
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    {
+      snprintf (text, sizeof text,
+                "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": "
+                "\"file\", \"path\": \"/x\"}, \"cache\": \"/c\", %s}]}",
+                good[i]);
+      parse_volume (text, &cfg);
+      gw_config_free (&cfg);
+    }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      snprintf (text, sizeof text,
+                "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": "
+                "\"file\", \"path\": \"/x\"}, \"cache\": \"/c\", %s}]}",
+                bad[i]);
+      if (gw_config_parse ("t.json", text, false, &cfg, err, sizeof err) == 0)
+        fail_msg ("bad[%zu] was accepted", i);
+    }
+}
+
 static void
 test_type_to_string (void **state)
 {
@@ -1073,6 +1124,7 @@ main (void)
     cmocka_unit_test (test_defaults),
     cmocka_unit_test (test_alternatives),
     cmocka_unit_test (test_find_equal),
+    cmocka_unit_test (test_filter_syntax),
     cmocka_unit_test (test_type_to_string),
     cmocka_unit_test (test_err_buffer),
     cmocka_unit_test_setup_teardown (test_paths_exist, setup_tmp, teardown_tmp),
