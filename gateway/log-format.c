@@ -39,6 +39,7 @@
 #define SEG_CACHE_UUID 64
 #define SEG_CHECKSUM 80
 #define SEG_PREV 84
+#define SEG_CHECKSUM_HI 88
 
 /* ---- superblock ---- */
 
@@ -182,8 +183,10 @@ log_seg_encode_fixed (const struct log_seg_hdr *h, void *buf)
   put64 (p + SEG_ID, h->seg_id);
   memcpy (p + SEG_LOG_UUID, h->log_uuid, 16);
   memcpy (p + SEG_CACHE_UUID, h->cache_uuid, 16);
-  put32 (p + SEG_CHECKSUM, h->checksum);
+  put32 (p + SEG_CHECKSUM, (uint32_t)h->checksum);
   put32 (p + SEG_PREV, h->prev_checksum);
+  if (h->flags & LOG_F_XXH3)
+    put32 (p + SEG_CHECKSUM_HI, (uint32_t)(h->checksum >> 32));
 }
 
 void
@@ -227,6 +230,8 @@ log_seg_decode (const void *buf, struct log_seg_hdr *h)
   memcpy (h->log_uuid, p + SEG_LOG_UUID, 16);
   memcpy (h->cache_uuid, p + SEG_CACHE_UUID, 16);
   h->checksum = get32 (p + SEG_CHECKSUM);
+  if (h->flags & LOG_F_XXH3)
+    h->checksum |= (uint64_t)get32 (p + SEG_CHECKSUM_HI) << 32;
   h->prev_checksum = get32 (p + SEG_PREV);
   if (hl < LOG_ALIGN || hl % LOG_ALIGN
       || hl < log_seg_hdr_len (h->nblocks, h->nrevokes))
@@ -270,6 +275,11 @@ log_seg_revoke (const void *hdr, uint32_t nblocks, uint32_t i)
  * chain over 8-byte words (each step a bijection of the state, and not
  * linear over GF(2)), folded to 32 bits at the end.  Lengths are
  * multiples of 8 (headers and blocks are at least 512 bytes).
+ *
+ * Segments written now use XXH3-64 from libxxhash instead (LOG_F_XXH3):
+ * a maintained hash, not linear either, all 64 bits recorded, and
+ * faster than segsum.  segsum and crc32c stay to read the segments of
+ * earlier builds: a log written by one replays after an upgrade.
  */
 
 static uint64_t
@@ -297,18 +307,30 @@ segsum_final (uint64_t h)
 void
 log_segck_init (struct log_segck *c, uint32_t flags)
 {
-  c->sum = flags & LOG_F_SUM;
+  c->kind = flags & LOG_F_XXH3  ? LOG_CK_XXH3
+            : flags & LOG_F_SUM ? LOG_CK_SUM
+                                : LOG_CK_CRC32C;
   c->h = UINT64_C (0x9E3779B97F4A7C15);
   c->crc = 0;
+  if (c->kind == LOG_CK_XXH3)
+    XXH3_64bits_reset (&c->xxh);
 }
 
 void
 log_segck_add (struct log_segck *c, const void *p, size_t len)
 {
-  if (c->sum)
-    c->h = segsum_add (c->h, p, len);
-  else
-    c->crc = crc32c (c->crc, p, len);
+  switch (c->kind)
+    {
+    case LOG_CK_XXH3:
+      XXH3_64bits_update (&c->xxh, p, len);
+      break;
+    case LOG_CK_SUM:
+      c->h = segsum_add (c->h, p, len);
+      break;
+    case LOG_CK_CRC32C:
+      c->crc = crc32c (c->crc, p, len);
+      break;
+    }
 }
 
 void
@@ -323,18 +345,29 @@ log_segck_add_header (struct log_segck *c, const void *hdr, size_t len)
     }
   memcpy (fixed, hdr, LOG_HDR_FIXED);
   put32 (fixed + SEG_CHECKSUM, 0);
+  if (c->kind == LOG_CK_XXH3)
+    put32 (fixed + SEG_CHECKSUM_HI, 0);
   log_segck_add (c, fixed, LOG_HDR_FIXED);
   log_segck_add (c, (const unsigned char *)hdr + LOG_HDR_FIXED,
                  len - LOG_HDR_FIXED);
 }
 
-uint32_t
+uint64_t
 log_segck_final (const struct log_segck *c)
 {
-  return c->sum ? segsum_final (c->h) : c->crc;
+  switch (c->kind)
+    {
+    case LOG_CK_XXH3:
+      return XXH3_64bits_digest (&c->xxh);
+    case LOG_CK_SUM:
+      return segsum_final (c->h);
+    case LOG_CK_CRC32C:
+      break;
+    }
+  return c->crc;
 }
 
-uint32_t
+uint64_t
 log_segment_checksum (uint32_t flags, const void *seg, size_t len)
 {
   struct log_segck c;
@@ -344,7 +377,7 @@ log_segment_checksum (uint32_t flags, const void *seg, size_t len)
   return log_segck_final (&c);
 }
 
-uint32_t
+uint64_t
 log_seg_checksum (const void *seg, size_t len)
 {
   struct log_segck c;
@@ -354,17 +387,19 @@ log_seg_checksum (const void *seg, size_t len)
   return log_segck_final (&c);
 }
 
-uint32_t
+uint64_t
 log_seg_seal (void *hdr, const void *data, size_t data_len)
 {
   unsigned char *p = hdr;
   struct log_segck c;
-  uint32_t sum;
+  uint64_t sum;
 
   log_segck_init (&c, get32 (p + SEG_FLAGS));
   log_segck_add_header (&c, p, get32 (p + SEG_HDR_LEN));
   log_segck_add (&c, data, data_len);
   sum = log_segck_final (&c);
-  put32 (p + SEG_CHECKSUM, sum);
+  put32 (p + SEG_CHECKSUM, (uint32_t)sum);
+  if (c.kind == LOG_CK_XXH3)
+    put32 (p + SEG_CHECKSUM_HI, (uint32_t)(sum >> 32));
   return sum;
 }

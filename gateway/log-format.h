@@ -34,8 +34,11 @@
  *   36  u32 header length     40 u64 segment id (offset in region / 4K)
  *   48  log uuid[16]          64 cache uuid[16]   80 u32 checksum (over
  *   the header with this field 0, then the data blocks: see
- *   log_segck_init)
- *   84  u32 checksum of the previous segment (the chain link)
+ *   log_segck_init; with LOG_F_XXH3 the low half of the XXH3-64)
+ *   84  u32 checksum of the previous segment (the chain link: its
+ *   32 bits at 80)
+ *   88  u32 with LOG_F_XXH3 the high half of the XXH3-64 (taken as 0
+ *   in the checksum, as 80 is), else 0
  *   96  u64 LBA[block count], then u64 revoked LBA[revoke count]
  * Data: block count blocks, then padding to LOG_ALIGN.  A segment that
  * does not fit before the end of the region is preceded by a wrap
@@ -48,6 +51,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
 
 #define LOG_MAGIC "HHCLOG01"
 #define LOG_VOID_MAGIC "HHCVOID1"
@@ -71,10 +77,14 @@
 #define LOG_F_WRAP 2u
 /* The segment's checksum (and so the next one's chain link) is the
  * 64-bit multiply-rotate sum segsum (log-format.c), folded to 32 bits;
- * without it crc32c, as segments of earlier builds were written.
- * Every segment written now has it.
+ * without it or LOG_F_XXH3 crc32c, as segments of the first builds were
+ * written.  Segments of earlier builds have it.
  */
 #define LOG_F_SUM 4u
+/* The segment's checksum is XXH3-64 (libxxhash), all 64 bits recorded
+ * (80 and 88).  Every segment written now has it (and not LOG_F_SUM).
+ */
+#define LOG_F_XXH3 8u
 
 /* ---- superblock ---- */
 
@@ -154,8 +164,11 @@ struct log_seg_hdr {
   uint64_t seg_id;  /* its offset in the region / LOG_ALIGN */
   uint8_t log_uuid[16];
   uint8_t cache_uuid[16];
-  uint32_t checksum;      /* of the segment (this field taken as 0) */
-  uint32_t prev_checksum; /* the chain link: the previous one's */
+  /* Of the segment (these fields taken as 0): 64 bits with LOG_F_XXH3
+   * (80 and 88), else the 32 at 80.
+   */
+  uint64_t checksum;
+  uint32_t prev_checksum; /* the chain link: the previous one's at 80 */
 };
 
 /* Bytes of the header of a segment with these counts (LOG_ALIGN
@@ -216,15 +229,17 @@ uint64_t log_seg_revoke (const void *hdr, uint32_t nblocks, uint32_t i);
  * bytes at least, or all of it), then the rest of the header and the
  * data.  Lengths are multiples of 8.  The fields are private.
  */
+enum log_segck_kind { LOG_CK_CRC32C, LOG_CK_SUM, LOG_CK_XXH3 };
 struct log_segck {
-  bool sum;   /* segsum, else crc32c */
+  enum log_segck_kind kind;
   uint64_t h; /* segsum state */
   uint32_t crc;
+  XXH3_state_t xxh; /* XXH3's state (on the stack: no allocation) */
 };
 
 /* Start the checksum of a segment whose header has flags FLAGS: the
- * one place that picks the algorithm from them (LOG_F_SUM: segsum,
- * else crc32c).
+ * one place that picks the algorithm from them (LOG_F_XXH3: XXH3-64,
+ * LOG_F_SUM: segsum, else crc32c).
  */
 void log_segck_init (struct log_segck *c, uint32_t flags);
 /* Add the start of the segment, len >= LOG_HDR_FIXED bytes of its
@@ -233,22 +248,32 @@ void log_segck_init (struct log_segck *c, uint32_t flags);
 void log_segck_add_header (struct log_segck *c, const void *hdr, size_t len);
 /* Add the next len bytes. */
 void log_segck_add (struct log_segck *c, const void *p, size_t len);
-uint32_t log_segck_final (const struct log_segck *c);
+/* The checksum: 64 bits with LOG_F_XXH3, else 32. */
+uint64_t log_segck_final (const struct log_segck *c);
+
+/* The chain link the next segment records for a segment whose checksum
+ * is sum (the 32 bits at 80).
+ */
+static inline uint32_t
+log_seg_link (uint64_t sum)
+{
+  return (uint32_t)sum;
+}
 
 /* The checksum of a segment (header with its checksum field 0, then
  * its data: LEN bytes, a multiple of 8) whose header flags are FLAGS.
  */
-uint32_t log_segment_checksum (uint32_t flags, const void *seg, size_t len);
+uint64_t log_segment_checksum (uint32_t flags, const void *seg, size_t len);
 
 /* The checksum the segment seg (its header and data, len bytes) should
  * record: by the flags its header has, its checksum field taken as 0.
  */
-uint32_t log_seg_checksum (const void *seg, size_t len);
+uint64_t log_seg_checksum (const void *seg, size_t len);
 
 /* Compute the checksum of the segment whose encoded header is hdr and
  * whose data is data (data_len bytes: its blocks, unpadded), store it
- * in the header's checksum field and return it.
+ * in the header's checksum field(s) and return it.
  */
-uint32_t log_seg_seal (void *hdr, const void *data, size_t data_len);
+uint64_t log_seg_seal (void *hdr, const void *data, size_t data_len);
 
 #endif /* HHC_LOG_FORMAT_H */

@@ -54,7 +54,7 @@ scanbuf_free (struct scanbuf *b)
 static int
 segment_sum (struct hhc_log *log, struct mirror *m,
              const struct log_seg_hdr *sh, const unsigned char *h,
-             uint64_t phys, uint64_t total, struct scanbuf *big, uint32_t *sum)
+             uint64_t phys, uint64_t total, struct scanbuf *big, uint64_t *sum)
 {
   struct log_segck ck;
   int r;
@@ -106,7 +106,8 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
   struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
   uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
   bool wrapped = false, have_prev = false;
-  uint32_t prev_crc = 0, sum;
+  uint32_t prev_crc = 0;
+  uint64_t sum;
 
   memset (s, 0, sizeof *s);
   s->last_barrier = -1;
@@ -145,7 +146,7 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
           continue;
         }
       wrapped = false;
-      prev_crc = sh.checksum;
+      prev_crc = log_seg_link (sh.checksum);
       have_prev = true;
       if (scan_append (s, &sh, lpos))
         return ENOMEM;
@@ -167,7 +168,7 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
   HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
   struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
   struct log_seg_hdr sh;
-  uint32_t sum;
+  uint64_t sum;
   int r;
 
   if (i >= log->nm || off % LOG_ALIGN || off + LOG_ALIGN > log->region_size)

@@ -41,7 +41,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   struct log_seg_hdr h = {
     .seq = b->seq,
     .base = b->base,
-    .flags = flags | LOG_F_SUM,
+    .flags = flags | LOG_F_XXH3,
     .nblocks = b->nblocks,
     .nrevokes = b->revokes.len,
     .hdr_len = hl,
@@ -52,7 +52,8 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
   memcpy (h.log_uuid, log->uuid, 16);
   memcpy (h.cache_uuid, log->cache_uuid, 16);
   log_seg_encode (&h, b->lbas, b->revokes.ptr, hdr);
-  return log_seg_seal (hdr, b->data, (size_t)b->nblocks * log->bs);
+  return log_seg_link (
+      log_seg_seal (hdr, b->data, (size_t)b->nblocks * log->bs));
 }
 
 /* Decide for sealed buffer b, the queue's first (lock held): pop it,

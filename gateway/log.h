@@ -222,7 +222,7 @@ const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
 struct log_seg_desc {
   uint64_t seq, base, off, len;
   uint32_t flags, nblocks, nrevokes;
-  uint32_t crc;      /* its crc32c (as its header records it) */
+  uint64_t crc;      /* its checksum (as its header records it) */
   uint32_t prev_crc; /* the chain link: crc of the segment before it */
 };
 

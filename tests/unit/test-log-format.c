@@ -14,13 +14,15 @@
  *                      for the counts (EILSEQ, fields still decoded),
  *                      segments that do not fit the region.
  *   seg_lengths        header and data lengths (no 32-bit wrap).
- *   checksum_known     segsum and crc32c against known answers
+ *   checksum_known     XXH3-64, segsum and crc32c against known answers
  *                      (computed by scripts/campaign/logscan's Python).
+ *   seg_xxh3           an XXH3 segment records all 64 bits (80, 88);
+ *                      the high half counts and is taken as 0.
  *   checksum_seal      log_seg_seal, log_seg_checksum, the streaming
  *                      API and log_segment_checksum agree; a changed
  *                      byte anywhere changes the checksum, and so does
  *                      another last block that ends with its own crc32c
- *                      under segsum (not under crc32c).
+ *                      under XXH3 and segsum (not under crc32c).
  */
 #include <config.h>
 
@@ -364,6 +366,10 @@ test_checksum_known (void **state)
       log_segment_checksum (LOG_F_SUM | LOG_F_BARRIER, b, sizeof b),
       0xab89cf36);
   assert_int_equal (log_segment_checksum (LOG_F_WRAP, b, sizeof b), 0xfe985bc8);
+  assert_true (log_segment_checksum (LOG_F_XXH3, a, sizeof a)
+               == UINT64_C (0x8e7464ffdf82c775));
+  assert_true (log_segment_checksum (LOG_F_XXH3 | LOG_F_SUM, b, sizeof b)
+               == UINT64_C (0x0a81d03621410973));
   (void)state;
 }
 
@@ -379,6 +385,49 @@ codeword (unsigned char *blk, size_t len, uint64_t seed)
 }
 
 static void
+test_seg_xxh3 (void **state)
+{
+  uint64_t lbas[2] = { 5, 6 };
+  unsigned char *seg = calloc (1, LOG_ALIGN + 2 * 512);
+  struct log_seg_hdr h, d;
+  uint64_t sum;
+
+  assert_non_null (seg);
+  sample_seg (&h, 2, 0);
+  h.flags = LOG_F_XXH3;
+  h.checksum = UINT64_C (0x1122334455667788);
+  log_seg_encode (&h, lbas, NULL, seg);
+  assert_int_equal (get32 (seg + 80), 0x55667788);
+  assert_int_equal (get32 (seg + 88), 0x11223344);
+  assert_int_equal (log_seg_decode (seg, &d), 0);
+  assert_true (d.checksum == h.checksum);
+  /* Without the flag the high half is neither written nor read. */
+  h.flags = LOG_F_SUM;
+  log_seg_encode (&h, lbas, NULL, seg);
+  assert_int_equal (get32 (seg + 88), 0);
+  put32 (seg + 88, 0xabcd);
+  assert_int_equal (log_seg_decode (seg, &d), 0);
+  assert_true (d.checksum == 0x55667788);
+  /* Sealed: both halves; the stored high half does not feed the sum,
+   * and a segment whose high half is wrong does not verify.
+   */
+  h.flags = LOG_F_XXH3;
+  log_seg_encode (&h, lbas, NULL, seg);
+  sum = log_seg_seal (seg, seg + LOG_ALIGN, 2 * 512);
+  assert_true ((sum >> 32) != 0 || (uint32_t)sum != 0);
+  assert_int_equal (get32 (seg + 80), (uint32_t)sum);
+  assert_int_equal (get32 (seg + 88), (uint32_t)(sum >> 32));
+  assert_true (log_seg_checksum (seg, LOG_ALIGN + 2 * 512) == sum);
+  assert_int_equal (log_seg_link (sum), (uint32_t)sum);
+  put32 (seg + 88, get32 (seg + 88) ^ 1);
+  assert_int_equal (log_seg_decode (seg, &d), 0);
+  assert_true (d.checksum != sum);
+  assert_true (log_seg_checksum (seg, LOG_ALIGN + 2 * 512) == sum);
+  free (seg);
+  (void)state;
+}
+
+static void
 test_checksum_seal (void **state)
 {
   const size_t nb = 4, bs = 512, dl = nb * bs;
@@ -386,11 +435,13 @@ test_checksum_seal (void **state)
   unsigned char *seg = calloc (1, LOG_ALIGN + dl);
   struct log_seg_hdr h, d;
   struct log_segck ck;
-  uint32_t sum;
+  uint64_t sum;
+  const uint32_t kinds[] = { 0, LOG_F_SUM, LOG_F_XXH3 };
 
   assert_non_null (seg);
-  for (uint32_t flags = 0; flags <= LOG_F_SUM; flags += LOG_F_SUM)
+  for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++)
     {
+      uint32_t flags = kinds[ki];
       sample_seg (&h, nb, 0);
       h.flags = flags;
       for (size_t i = 0; i < nb; i++)
@@ -405,16 +456,21 @@ test_checksum_seal (void **state)
       log_segck_add_header (&ck, seg, LOG_ALIGN);
       for (size_t off = 0; off < dl; off += 64)
         log_segck_add (&ck, seg + LOG_ALIGN + off, 64);
-      assert_int_equal (log_segck_final (&ck), sum);
+      assert_true (log_segck_final (&ck) == sum);
+      uint32_t hi = get32 (seg + 88);
       put32 (seg + 80, 0);
-      assert_int_equal (log_segment_checksum (flags, seg, LOG_ALIGN + dl), sum);
-      if (!(flags & LOG_F_SUM))
+      put32 (seg + 88, 0);
+      assert_true (log_segment_checksum (flags, seg, LOG_ALIGN + dl) == sum);
+      if (flags == 0)
         assert_int_equal (crc32c (0, seg, LOG_ALIGN + dl), sum);
-      put32 (seg + 80, sum);
+      if (flags & LOG_F_XXH3)
+        assert_true (XXH3_64bits (seg, LOG_ALIGN + dl) == sum);
+      put32 (seg + 80, (uint32_t)sum);
+      put32 (seg + 88, hi);
       /* A changed byte in the header or the data changes it. */
       for (size_t off = 0; off < LOG_ALIGN + dl; off += 211)
         {
-          if (off >= 80 && off < 84)
+          if ((off >= 80 && off < 84) || (off >= 88 && off < 92))
             continue;
           seg[off] ^= 4;
           assert_int_not_equal (log_seg_checksum (seg, LOG_ALIGN + dl), sum);
@@ -425,7 +481,7 @@ test_checksum_seal (void **state)
        * linear: docs/open-failures.md 1), segsum can.
        */
       codeword (seg + LOG_ALIGN + dl - bs, bs, 999);
-      if (flags & LOG_F_SUM)
+      if (flags != 0)
         assert_int_not_equal (log_seg_checksum (seg, LOG_ALIGN + dl), sum);
       else
         assert_int_equal (log_seg_checksum (seg, LOG_ALIGN + dl), sum);
@@ -446,6 +502,7 @@ main (void)
     cmocka_unit_test (test_seg_rejects),
     cmocka_unit_test (test_seg_lengths),
     cmocka_unit_test (test_checksum_known),
+    cmocka_unit_test (test_seg_xxh3),
     cmocka_unit_test (test_checksum_seal),
   };
   test_filter_from_env ();

@@ -85,9 +85,10 @@ codeword_fill (unsigned char *blk, uint64_t *rng)
  * 3: the last round writes blocks that end with their own crc32c, and
  * the last one of them on the log is another such block, as a torn
  * write leaves the last lap's blocks behind (a crc32c over the segment
- * does not change then: docs/open-failures.md 1); 4: nothing is torn,
- * but every segment is rewritten as earlier builds wrote it (crc32c,
- * no LOG_F_SUM): the replay still takes all of them.
+ * does not change then: docs/open-failures.md 1); 4 and 5: nothing is
+ * torn, but every segment is rewritten as earlier builds wrote it
+ * (4: crc32c, no flag; 5: segsum, LOG_F_SUM; neither with LOG_F_XXH3):
+ * the replay still takes all of them.
  */
 static void
 torn_tail_variant (int variant)
@@ -161,6 +162,7 @@ torn_tail_variant (int variant)
       }
       break;
     case 4:
+    case 5:
       {
         uint32_t prev = 0;
         for (size_t i = 0; i < nseg; i++)
@@ -171,21 +173,27 @@ torn_tail_variant (int variant)
             assert_int_equal (dev_pread (e.logs[0].cd, p, len, segs[i].off), 0);
             struct log_seg_hdr h;
             assert_int_equal (log_seg_decode (p, &h), 0);
-            assert_true (h.flags & LOG_F_SUM);
-            h.flags &= ~LOG_F_SUM;
+            assert_true (h.flags & LOG_F_XXH3);
+            assert_false (h.flags & LOG_F_SUM);
+            h.flags &= ~LOG_F_XXH3;
+            if (variant == 5)
+              h.flags |= LOG_F_SUM;
             if (i > 0)
               h.prev_checksum = prev;
             h.checksum = 0;
-            log_seg_encode_fixed (&h, p);
-            /* As earlier builds summed it: crc32c over it all. */
-            h.checksum = prev = crc32c (0, p, len);
+            log_seg_encode_fixed (&h, p); /* 88 (XXH3's high half) 0 */
+            /* As earlier builds summed it: crc32c or segsum over it. */
+            h.checksum = prev = (uint32_t)log_segment_checksum (
+                variant == 5 ? LOG_F_SUM : 0, p, len);
+            if (variant == 4)
+              assert_int_equal (h.checksum, crc32c (0, p, len));
             log_seg_encode_fixed (&h, p);
             assert_int_equal (dev_pwrite (e.logs[0].cd, p, len, segs[i].off),
                               0);
             free (p);
           }
         assert_int_equal (dev_sync (e.logs[0].cd), 0);
-        keep = 4;
+        keep = TT_ROUNDS;
       }
       break;
     default:
@@ -235,7 +243,7 @@ torn_tail_variant (int variant)
 static void
 test_torn_tail (void **state)
 {
-  for (int v = 0; v < 5; v++)
+  for (int v = 0; v < 6; v++)
     torn_tail_variant (v);
 }
 
