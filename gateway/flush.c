@@ -1,5 +1,5 @@
-/* FLUSH: what a client's FLUSH makes durable, and how (DESIGN.md
- * section 4, invariant 4; docs/core.md "Durability: the commit").
+/* FLUSH: what a client's FLUSH makes durable, and how (docs/design.md
+ * §4.2, invariant 4; docs/core.md "Durability: the commit").
  *
  * FLUSH = a backend flush when anything went to the backend directly
  * (always in pt and wt; trims, zeros and pt writes in wb) + cache_commit
@@ -99,8 +99,8 @@ leave_wal (struct hhc_volume *vol)
  * frees before it reached the backend (commit_invalidations), so the
  * order only decides which of the two a failed FLUSH leaves undone.
  *
- * hhc with ssd-sync=checkpoint: the log is a write-ahead log (DESIGN.md
- * 5): every dirty block in a synced barrier segment is all a FLUSH
+ * hhc with ssd-sync=checkpoint: the log is a write-ahead log (docs/design.md
+ * §5.8): every dirty block in a synced barrier segment is all a FLUSH
  * needs.  The SSD is committed at checkpoints instead (before the log's
  * persisted head moves past segments it may still need, see log.c
  * persist_head), and a restart after a crash redoes the log into the
@@ -128,7 +128,7 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
       r = rl;
       if (r && !log_healthy (vol->log))
         {
-          /* No log mirror left: durable the slow way (DESIGN.md 5). */
+          /* No log mirror left: durable the slow way (docs/design.md §5.5). */
           stat_add (&vol->stats.log_fallbacks, 1);
           r = leave_wal (vol);
           if (r == 0)

@@ -133,7 +133,7 @@ finish_block (struct hhc_volume *vol, struct wb_block *blk, bool ok,
       cache_set_state (&vol->cache, blk->slot, SLOT_CLEAN);
       __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
       /* Written back and flushed: its log entries are void now (and
-       * not before: DESIGN.md 4, invariant 3).
+       * not before: docs/design.md §4.2, invariant 3).
        */
       if (vol->log)
         log_revoke (vol->log, blk->slot, blk->lba);

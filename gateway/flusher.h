@@ -1,4 +1,4 @@
-/* Background write-back of dirty blocks (DESIGN.md section 6).
+/* Background write-back of dirty blocks (docs/design.md §6).
  *
  * One thread selects the oldest dirty blocks, reads them from the SSD,
  * sorts them by LBA and coalesces them into extents that never cross

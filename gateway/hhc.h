@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* Cache modes (DESIGN.md section 3).  HHC_MODE_HHC needs at least one
+/* Cache modes (docs/design.md §3).  HHC_MODE_HHC needs at least one
  * log device.
  */
 enum hhc_mode {
@@ -217,7 +217,7 @@ struct hhc_counts {
   /* The HDD log (zero without one). */
   uint64_t log_segments, log_barriers, log_syncs, log_blocks, log_revokes;
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;
-  uint64_t log_checkpoints, log_redone; /* write-ahead (DESIGN.md 5) */
+  uint64_t log_checkpoints, log_redone; /* write-ahead (docs/design.md §5.8) */
   unsigned log_mirrors, log_mirrors_failed;
   unsigned log_mirrors_unvoided; /* failed, stale log not yet voided */
 };

@@ -153,7 +153,7 @@ add_revoke (struct hhc_log *log, uint64_t lba)
 /* The position of key's entry in the current buffer b, which holds
  * this slot's block of the same LBA: a slot that took another LBA
  * without its entry revoked would put one LBA's data under another's
- * in the log (DESIGN.md 4, invariant 1; docs/open-failures.md 1).
+ * in the log (docs/design.md §4.2, invariant 1; docs/open-failures.md 1).
  * Never expected: stop with a core rather than log it so (a crash
  * loses nothing that a FLUSH covered).  Lock held.
  */

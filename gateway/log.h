@@ -1,4 +1,4 @@
-/* The HDD barrier log (DESIGN.md section 5; decisions in docs/log.md).
+/* The HDD barrier log (docs/design.md §5; decisions in docs/log.md).
  * The on-disk format in full is in log-format.h, the internals in
  * log_int.h.
  *
@@ -54,7 +54,7 @@ struct log_callbacks {
   int (*relog) (void *opaque, uint32_t key, uint64_t lba);
   /* The log is filling up: write back the oldest dirty blocks. */
   void (*pressure) (void *opaque);
-  /* Write-ahead (DESIGN.md 5): make the SSD's slot data and metadata
+  /* Write-ahead (docs/design.md §5.8): make the SSD's slot data and metadata
    * durable (cache_commit).  Called before the persisted head moves
    * (the log space behind it may then be reused), and once when the
    * last mirror fails.  NULL: FLUSH commits the SSD itself, and the

@@ -229,7 +229,7 @@ rebase_dirty (struct hhc_volume *vol)
 /* Mode hhc at start: replay the log into the backend if the cache is
  * new (or redo it into the cache after a crash with ssd-sync=checkpoint),
  * then write every dirty block of the cache to the log under a new
- * base barrier (DESIGN.md section 7; docs/log.md).
+ * base barrier (docs/design.md §7.3; docs/log.md).
  */
 int
 logstart_run (struct hhc_volume *vol, void *bctx)

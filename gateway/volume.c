@@ -1,4 +1,4 @@
-/* One cached volume: the request paths (DESIGN.md sections 3 and 4).
+/* One cached volume: the request paths (docs/design.md §3, §4.4).
  *
  * Requests are split into cache blocks.  For each block the stripe
  * lock of its LBA is taken, the slot looked up, and the slot claimed

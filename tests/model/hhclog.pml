@@ -1,5 +1,5 @@
 /* hhclog.pml: a Promela model of the HHC barrier-log durability
- * protocol (DESIGN.md sections 4, 5 and 7), checked by spin from
+ * protocol (docs/design.md §4, §5 and §7), checked by spin from
  * `make check` (tests/model/check-model.sh).  README.md in this
  * directory maps every process and variable to the C code.
  *
@@ -29,7 +29,7 @@
  * of log.c without commit 05cba10 (README.md); run-mutants checks that
  * spin finds a counterexample for each.
  *
- * -DWAL: the log as a write-ahead log (DESIGN.md 5, README.md "WAL").
+ * -DWAL: the log as a write-ahead log (docs/design.md §5.8; README.md "The write-ahead variant").
  * A FLUSH waits for the log barrier only (no cache_commit; with no
  * healthy mirror it commits, then writes back); the SSD is committed
  * at checkpoints: before the persisted head moves (the head goes no
@@ -381,7 +381,7 @@ hidden byte hbs;
 #define CKLIMIT HLIMIT
 #endif
 /* When the head may move: the log is full (C: make_room); with
- * WAL_ANYCKPT at any time (periodic checkpoints, DESIGN.md 5).
+ * WAL_ANYCKPT at any time (periodic checkpoints, docs/design.md §5.8).
  */
 #ifdef WAL_ANYCKPT
 #define CKPT_WHEN true

@@ -11,8 +11,8 @@
  * hookdev: a cache device that forwards to another device (usually a
  * crash device) and lets a test see or veto each write and sync.
  *
- * metacheck: watches a hookdev and checks invariant 1 of DESIGN.md
- * section 4 on every slot write (see below).
+ * metacheck: watches a hookdev and checks invariant 1 in docs/design.md
+ * §4.2 on every slot write (see below).
  *
  * pattern: self-describing sector contents (LBA, sector, version).
  */

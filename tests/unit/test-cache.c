@@ -1,4 +1,4 @@
-/* The SSD cache format and its invariants (DESIGN.md section 4), on a
+/* The SSD cache format and its invariants (docs/design.md §4), on a
  * crash device: format/load round trip, torn and corrupt metadata,
  * ownership checks, and invariants 1 to 4.
  */

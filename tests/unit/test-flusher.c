@@ -1,4 +1,4 @@
-/* Write-back (DESIGN.md section 6): watermarks, drain, the generation
+/* Write-back (docs/design.md §6): watermarks, drain, the generation
  * race, backend errors, the stall at dirty-max, coalescing.
  *
  * Where determinism matters the tests call flusher_batch or hhc_drain

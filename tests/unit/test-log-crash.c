@@ -1,4 +1,4 @@
-/* The log's crash campaign (DESIGN.md sections 3, 5 and 7): a seeded
+/* The log's crash campaign (docs/design.md §3, §5 and §7): a seeded
  * campaign of power cuts on a small, wrapping log (the power switch of
  * log-helpers.h).
  *

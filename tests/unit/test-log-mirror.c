@@ -1,4 +1,4 @@
-/* The log's mirrors (DESIGN.md sections 5 and 7; docs/log.md "When a
+/* The log's mirrors (docs/design.md §5 and §7; docs/log.md "When a
  * log mirror fails"): a mirror that fails, the fallback when none is
  * left, voiding a mirror's stale log, and retiring a log when the
  * cache is used without it.

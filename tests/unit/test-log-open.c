@@ -1,4 +1,4 @@
-/* Opening the log in mode hhc (DESIGN.md sections 5 and 7): what
+/* Opening the log in mode hhc (docs/design.md §5 and §7): what
  * log_open refuses, a lost log, and the start-up re-log of the dirty
  * blocks (log_rebase) cut short.
  *
@@ -173,10 +173,12 @@ test_refusals (void **state)
 
   /* Mode hhc without a log, and a log in another mode. */
   a.conf.nlogs = 0;
-  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol), EINVAL);
+  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol),
+                    EINVAL);
   a.conf.nlogs = 1;
   a.conf.mode = HHC_MODE_WB;
-  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol), EINVAL);
+  assert_int_equal (hhc_open (&a.conf, &a.pre, &pbe_ops, &a.info, &vol),
+                    EINVAL);
   a.conf.mode = HHC_MODE_HHC;
   assert_null (vol);
 

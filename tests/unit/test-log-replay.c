@@ -1,5 +1,5 @@
-/* Replay of the log after the loss of the SSD (DESIGN.md sections 5
- * and 7): where a replay stops, and what it gives each LBA.
+/* Replay of the log after the loss of the SSD (docs/design.md §5
+ * and §7): where a replay stops, and what it gives each LBA.
  *
  * Tests:
  *   torn_tail   a corrupt segment ends the replay: the backend holds

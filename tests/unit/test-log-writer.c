@@ -1,4 +1,4 @@
-/* The log's writer under load (DESIGN.md section 5; docs/log.md): the
+/* The log's writer under load (docs/design.md §5; docs/log.md): the
  * group commit, and a log that runs full (the ring of segments, active
  * reclaim, the emergency barrier, write-back asked for).
  *

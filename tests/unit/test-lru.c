@@ -328,7 +328,7 @@ test_scan_resistance (void **state)
   fixture_free (f);
 }
 
-/* DESIGN.md: <= 20 bytes of RAM per cached block (index + LRU). */
+/* docs/design.md §4.3: <= 20 bytes of RAM per cached block (index + LRU). */
 static void
 test_ram_per_slot (void **state)
 {
