@@ -84,6 +84,17 @@ room_for_buffer (struct hhc_log *log)
   return room_for (log, 3 * log->reserve + EMERGENCY, 3);
 }
 
+/* Whether b, just made current, took all the revokes it has room for
+ * (rev_cap, or some are left pending): then it is sealed at once, as
+ * add_revoke seals a buffer that fills up, so that a revoke never goes
+ * into a buffer past its room (which would allocate).
+ */
+bool
+full_of_revokes (const struct hhc_log *log, const struct buf *b)
+{
+  return log->pending_rev.len > 0 || b->revokes.len >= log->rev_cap;
+}
+
 /* Make a free buffer current if there is room (lock held). */
 void
 try_make_current (struct hhc_log *log)
@@ -94,8 +105,8 @@ try_make_current (struct hhc_log *log)
       struct buf *f = log->freelist;
       log->freelist = f->next;
       make_current (log, f, log->reserve);
-      if (log->pending_rev.len > 0)
-        seal (log); /* full of revokes: the rest go into the next */
+      if (full_of_revokes (log, f))
+        seal (log); /* the rest go into the next */
     }
   if (log->cur == NULL)
     pthread_cond_broadcast (&log->writer_cv); /* make room */

@@ -143,7 +143,7 @@ reclaim_buffer (struct hhc_log *log, const struct seg *g, uint64_t live,
   make_current (log, f, res);
   f->limit = HHC_MAX (nb, 1u);
   f->reclaim_from = log->head_seq % log->ring_cap;
-  if (log->pending_rev.len > 0)
+  if (full_of_revokes (log, f))
     seal (log);
   return true;
 }

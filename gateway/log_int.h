@@ -355,6 +355,7 @@ void make_current (struct hhc_log *log, struct buf *b, uint64_t reserve);
 bool room_for (struct hhc_log *log, uint64_t bytes, unsigned slots);
 bool room_for_buffer (struct hhc_log *log);
 /* Make a free buffer current if there is room. */
+bool full_of_revokes (const struct hhc_log *log, const struct buf *b);
 void try_make_current (struct hhc_log *log);
 /* Take the current buffer off, sealed, onto the writer's queue (no
  * wake-up, no next buffer: seal does both).
