@@ -246,8 +246,10 @@ mirrors_io (struct hhc_log *log, const struct io *io)
 
 /* ---- superblock ---- */
 
-/* The superblock of this log as it is now (io_lock held). */
-static void
+/* The superblock of this log as it is now (io_lock held, or no writer
+ * yet).
+ */
+void
 sb_of_log (const struct hhc_log *log, struct log_sb *sb)
 {
   memset (sb, 0, sizeof *sb);
