@@ -3,8 +3,8 @@
  * falls out of use), the segment header, and the segment checksum.
  * No I/O, no locks, no state: bytes in, structs with named fields out,
  * and back.  Whatever reads or writes the format uses it: the log
- * (log-*.c), the fuzzers (tests/fuzz/), the tests, and (issue 28 item
- * 3) hhcctl.  It needs only the C library (and log-format.c, the core's
+ * (log-*.c), the fuzzers (tests/fuzz/), the tests, and hhcctl
+ * (through gateway/offline.h).  It needs only the C library (and log-format.c, the core's
  * common.h and crc32c.c).
  *
  * Layout of every mirror (identical on each; all fields little-endian):
