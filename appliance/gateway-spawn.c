@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "cleanup.h"
 #include "gateway-int.h"
 
 /* ------------------------------------------------------------------ */

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "common.h"
+#include "cleanup.h"
 #include "control-client.h"
 #include "gateway-int.h"
 

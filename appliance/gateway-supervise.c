@@ -11,13 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "cleanup.h"
 #include "control-client.h"
 #include "gateway-int.h"
 
@@ -118,11 +119,10 @@ reaped (pid_t pid, int st)
       front_pid = 0;
       if (stopping)
         return;
-      front_backoff_ms
-          = now - front_started_ms > cfg.restart_max_ms
-                ? cfg.restart_min_ms
-                : HHC_MIN (2 * front_backoff_ms + cfg.restart_min_ms,
-                           cfg.restart_max_ms);
+      front_backoff_ms = now - front_started_ms > cfg.restart_max_ms
+                             ? cfg.restart_min_ms
+                             : MIN (2 * front_backoff_ms + cfg.restart_min_ms,
+                                    cfg.restart_max_ms);
       front_restart_at_ms = now + front_backoff_ms;
       msg ("front nbdkit (pid %d) died (status %d): restarting in %u ms",
            (int)pid, st, front_backoff_ms);
@@ -144,7 +144,7 @@ reaped (pid_t pid, int st)
         vl->backoff_ms = cfg.restart_min_ms;
       else
         vl->backoff_ms = vl->backoff_ms
-                             ? HHC_MIN (2 * vl->backoff_ms, cfg.restart_max_ms)
+                             ? MIN (2 * vl->backoff_ms, cfg.restart_max_ms)
                              : cfg.restart_min_ms;
       vl->state = served ? V_RESTARTING : V_FAILED;
       vl->restart_at_ms = now + vl->backoff_ms;
@@ -179,7 +179,7 @@ tick (void)
               start_volume (vl);
             }
           else
-            wait = HHC_MIN (wait, (int)(vl->restart_at_ms - now));
+            wait = MIN (wait, (int)(vl->restart_at_ms - now));
         }
       if (vl->state == V_STARTING)
         {
@@ -190,7 +190,7 @@ tick (void)
               msg ("volume %s: serving", vl->v->name);
             }
           else
-            wait = HHC_MIN (wait, 100);
+            wait = MIN (wait, 100);
         }
     }
   if (front_pid == 0 && !stopping)
@@ -198,7 +198,7 @@ tick (void)
       if (now >= front_restart_at_ms)
         start_front ();
       else
-        wait = HHC_MIN (wait, (int)(front_restart_at_ms - now));
+        wait = MIN (wait, (int)(front_restart_at_ms - now));
     }
   return wait;
 }

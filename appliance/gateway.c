@@ -51,7 +51,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "cleanup.h"
 #include "gateway-int.h"
 #ifdef HAVE_LIBMICROHTTPD
 #include "httpd.h"

@@ -44,12 +44,12 @@ report_chain (const char *path, const struct offline_chain *c)
           c->end_seq);
   else if (c->last_barrier < 0)
     note ("log %s: segments %" PRIu64 " to %" PRIu64 ", no barrier", path,
-          c->segs[0].seq, c->segs[c->n - 1].seq);
+          c->segs[0].hdr.seq, c->segs[c->n - 1].hdr.seq);
   else
     note ("log %s: segments %" PRIu64 " to %" PRIu64
           ", newest barrier %" PRIu64,
-          path, c->segs[0].seq, c->segs[c->n - 1].seq,
-          c->segs[c->last_barrier].seq);
+          path, c->segs[0].hdr.seq, c->segs[c->n - 1].hdr.seq,
+          c->segs[c->last_barrier].hdr.seq);
   if (c->n && (size_t)(c->last_barrier + 1) < c->n)
     note ("log %s: %zu segments after the newest barrier (no flush covered "
           "them: not replayed)",
@@ -68,11 +68,11 @@ inspect_end (struct hhc_log *log, unsigned i, const char *path,
   if (r && r != ENOENT && r != EILSEQ)
     problem ("log %s: reading the region at %" PRIu64 ": %s", path, c->end_off,
              strerror (r));
-  if (r == 0 && d->seq == c->end_seq)
+  if (r == 0 && d->hdr.seq == c->end_seq)
     note ("log %s: segment %" PRIu64 " at %" PRIu64 " is of an earlier run "
           "(its link does not fit): ignored",
-          path, d->seq, c->end_off);
-  return r == EILSEQ && d->seq == c->end_seq;
+          path, d->hdr.seq, c->end_off);
+  return r == EILSEQ && d->hdr.seq == c->end_seq;
 }
 
 /* Where the chain ends, and the orphans after it: what a replay
@@ -105,16 +105,16 @@ report_end (const char *path, const struct offline_chain *c,
              " %s; %s intact, but none is a barrier (a crash while writing?): "
              "no flush acknowledged them",
              path, c->end_seq, c->end_off, what, later);
-  else if (broken && d->barrier && closed_cleanly)
+  else if (broken && (d->hdr.flags & LOG_F_BARRIER) && closed_cleanly)
     problem ("log %s: the last segment, barrier %" PRIu64 " at offset %" PRIu64
              ", is damaged, and the cache was closed cleanly: the flushes it "
              "acknowledged cannot be replayed",
-             path, d->seq, c->end_off);
+             path, d->hdr.seq, c->end_off);
   else if (broken)
     warning ("log %s: the log ends with a damaged segment %" PRIu64
              " at offset %" PRIu64 " (torn by a crash, or corrupted): replay "
              "stops before it",
-             path, d->seq, c->end_off);
+             path, d->hdr.seq, c->end_off);
   if (o->damaged)
     warning ("log %s: %" PRIu64 " more damaged segments after the end of "
              "the chain",
@@ -151,14 +151,14 @@ chains_differ (const struct offline_chain *c, const struct offline_chain *b,
 {
   for (size_t k = 0, j = 0; k < c->n && j < b->n;)
     {
-      if (c->segs[k].seq < b->segs[j].seq)
+      const struct offline_seg *x = &c->segs[k], *y = &b->segs[j];
+      if (x->hdr.seq < y->hdr.seq)
         k++;
-      else if (c->segs[k].seq > b->segs[j].seq)
+      else if (x->hdr.seq > y->hdr.seq)
         j++;
-      else if (c->segs[k].off != b->segs[j].off
-               || c->segs[k].crc != b->segs[j].crc)
+      else if (x->off != y->off || x->hdr.checksum != y->hdr.checksum)
         {
-          *seq = c->segs[k].seq;
+          *seq = x->hdr.seq;
           return true;
         }
       else
@@ -176,12 +176,12 @@ compare_mirrors (const struct offline_logset *ls,
                  const struct offline_chain *ch, unsigned best)
 {
   const struct offline_chain *b = &ch[best];
-  uint64_t bb = b->last_barrier >= 0 ? b->segs[b->last_barrier].seq : 0;
+  uint64_t bb = b->last_barrier >= 0 ? b->segs[b->last_barrier].hdr.seq : 0;
 
   for (unsigned i = 0; i < ls->n; i++)
     {
       const struct offline_chain *c = &ch[i];
-      uint64_t cb = c->last_barrier >= 0 ? c->segs[c->last_barrier].seq : 0;
+      uint64_t cb = c->last_barrier >= 0 ? c->segs[c->last_barrier].hdr.seq : 0;
       uint64_t seq;
       if (i == best || ls->blank[i])
         continue;
@@ -251,7 +251,8 @@ report_mirrors (struct offline_logset *ls, const struct offline_log_info *li,
       if (r)
         problem ("log %s: scanning: %s", ls->paths[i], strerror (r));
       else
-        report_mirror (ls->log, i, ls->paths[i], &ch[i], li->region, closed);
+        report_mirror (ls->log, i, ls->paths[i], &ch[i], li->sb.region_size,
+                       closed);
     }
   compare_mirrors (ls, ch, li->best);
   for (unsigned i = 0; i < ls->n; i++)
@@ -264,23 +265,22 @@ report_mirrors (struct offline_logset *ls, const struct offline_log_info *li,
 
 /* Do the log and the cache belong together? */
 static void
-report_pairing (const struct offline_log_info *li,
-                const struct offline_cache *cc)
+report_pairing (const struct log_sb *ls, const struct offline_cache *cc)
 {
   const struct cache_super *sb = &cc->sb;
   char b[37];
 
-  offline_uuid_str (li->cache_uuid, b);
-  if (strcmp (li->identity, sb->identity) != 0
-      || li->volume_size != sb->volume_size || li->block_size != sb->block_size)
+  offline_uuid_str (ls->cache_uuid, b);
+  if (strcmp (ls->identity, sb->identity) != 0
+      || ls->volume_size != sb->volume_size || ls->block_size != sb->block_size)
     problem ("the log belongs to another volume (\"%s\", %" PRIu64
              " bytes, block size %u) than the cache (\"%s\", %" PRIu64
              " bytes, block size %u)",
-             li->identity, li->volume_size, li->block_size, sb->identity,
+             ls->identity, ls->volume_size, ls->block_size, sb->identity,
              sb->volume_size, sb->block_size);
-  else if (memcmp (li->cache_uuid, sb->uuid, 16) == 0)
+  else if (memcmp (ls->cache_uuid, sb->uuid, 16) == 0)
     note ("log and cache are paired");
-  else if (memcmp (sb->log_uuid, li->uuid, 16) == 0)
+  else if (memcmp (sb->log_uuid, ls->log_uuid, 16) == 0)
     warning ("a recovery into this cache was interrupted: the next start "
              "replays the log again");
   else
@@ -293,21 +293,23 @@ void
 report_log (struct offline_logset *ls, const struct offline_cache *cc)
 {
   struct offline_log_info li;
+  const struct log_sb *sb = &li.sb;
   char a[37], b[37];
   bool cache_ok = cc && !cc->blank;
 
   if (report_blank (ls, cc))
     return;
   offline_log_info (ls->log, &li);
-  offline_uuid_str (li.uuid, a);
-  offline_uuid_str (li.cache_uuid, b);
+  offline_uuid_str (sb->log_uuid, a);
+  offline_uuid_str (sb->cache_uuid, b);
   note ("log: uuid %s, paired with cache %s", a, b);
   note ("log: volume \"%s\", %" PRIu64 " bytes, block size %u; region of "
         "%" PRIu64 " bytes, head at segment %" PRIu64,
-        li.identity, li.volume_size, li.block_size, li.region, li.head_seq);
+        sb->identity, sb->volume_size, sb->block_size, sb->region_size,
+        sb->head_seq);
   report_mirrors (ls, &li, cache_ok && cc->state == CACHE_CLOSED);
   if (cache_ok)
-    report_pairing (&li, cc);
+    report_pairing (sb, cc);
   else if (cc)
     note ("the cache is blank: the next start replays the log into the "
           "backend");

@@ -127,7 +127,7 @@ open_backend (const char *backend, const struct offline_log_info *li,
                "hhcctl: error: %s has %" PRIu64
                " bytes, but the log is of a volume of %" PRIu64
                " bytes (identity \"%s\"): refusing\n",
-               backend, offline_size (t->dev), t->size, li->identity);
+               backend, offline_size (t->dev), t->size, li->sb.identity);
       offline_close (t->dev);
       return 1;
     }
@@ -161,8 +161,8 @@ cmd_recover (int argc, char **argv)
   if (offline_log_open (a.logs, a.nlogs, log_cb, &log) != 0)
     return 1;
   offline_log_info (log, &li);
-  t.size = li.volume_size;
-  t.bs = li.block_size;
+  t.size = li.sb.volume_size;
+  t.bs = li.sb.block_size;
   if (open_backend (a.backend, &li, &t) != 0)
     {
       offline_log_close (log);
@@ -170,7 +170,7 @@ cmd_recover (int argc, char **argv)
     }
   if (!quiet)
     fprintf (stderr, "hhcctl: log of volume \"%s\" (%" PRIu64 " bytes)\n",
-             li.identity, t.size);
+             li.sb.identity, t.size);
   r = replay (log, a.backend, &t);
   offline_close (t.dev);
   offline_log_close (log);

@@ -403,3 +403,34 @@ log_seg_seal (void *hdr, const void *data, size_t data_len)
     put32 (p + SEG_CHECKSUM_HI, (uint32_t)(sum >> 32));
   return sum;
 }
+
+/* ---- a mirror's superblock (both copies) ---- */
+
+int
+log_sb_decode_mirror (const void *buf, struct log_sb *sb)
+{
+  const unsigned char *p = buf;
+  struct log_sb c[2];
+  bool magic = false;
+  int best = -1;
+
+  for (int i = 0; i < 2; i++)
+    {
+      int r = log_sb_decode (p + i * LOG_SB_SIZE, &c[i]);
+      if (r == ESTALE)
+        {
+          *sb = c[i];
+          return ESTALE;
+        }
+      magic |= r != ENOENT;
+      if (r == 0 && (best < 0 || c[i].generation > c[best].generation))
+        best = i;
+    }
+  if (best < 0)
+    {
+      memset (sb, 0, sizeof *sb);
+      return magic ? EILSEQ : ENOENT;
+    }
+  *sb = c[best];
+  return 0;
+}

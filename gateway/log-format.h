@@ -3,8 +3,8 @@
  * falls out of use), the segment header, and the segment checksum.
  * No I/O, no locks, no state: bytes in, structs with named fields out,
  * and back.  Whatever reads or writes the format uses it: the log
- * (log-*.c), the fuzzers (tests/fuzz/), the tests, and (issue 28 item
- * 3) hhcctl.  It needs only the C library (and log-format.c, the core's
+ * (log-*.c), the fuzzers (tests/fuzz/), the tests, and hhcctl
+ * (through gateway/offline.h).  It needs only the C library (and log-format.c, the core's
  * common.h and crc32c.c).
  *
  * Layout of every mirror (identical on each; all fields little-endian):
@@ -275,5 +275,19 @@ uint64_t log_seg_checksum (const void *seg, size_t len);
  * in the header's checksum field(s) and return it.
  */
 uint64_t log_seg_seal (void *hdr, const void *data, size_t data_len);
+
+/* ---- a mirror's superblock (both copies) ---- */
+
+/* Decode the superblock a mirror holds, its two copies in buf
+ * (2 * LOG_SB_SIZE bytes), as the log reads it: a valid void copy wins
+ * (only voiding writes one, and a crash in the middle of it may have
+ * left the other copy valid), else the newer valid copy counts.
+ * Returns 0: a log (*sb the newer valid copy); ESTALE: void (*sb the
+ * void copy: version and UUIDs); ENOENT: blank (neither copy has the
+ * log's magic, or only a torn void one); EILSEQ: corrupt (a copy has
+ * the log's magic, none is valid).  *sb is zeroed for ENOENT and
+ * EILSEQ.  A void or blank mirror is used as a blank device.
+ */
+int log_sb_decode_mirror (const void *buf, struct log_sb *sb);
 
 #endif /* HHC_LOG_FORMAT_H */

@@ -246,8 +246,10 @@ mirrors_io (struct hhc_log *log, const struct io *io)
 
 /* ---- superblock ---- */
 
-/* The superblock of this log as it is now (io_lock held). */
-static void
+/* The superblock of this log as it is now (io_lock held, or no writer
+ * yet).
+ */
+void
 sb_of_log (const struct hhc_log *log, struct log_sb *sb)
 {
   memset (sb, 0, sizeof *sb);
@@ -325,9 +327,7 @@ int
 read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
 {
   HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * LOG_SB_SIZE);
-  struct log_sb sb[2];
-  bool magic = false;
-  int best = -1, r;
+  int r;
 
   if (buf == NULL)
     return ENOMEM;
@@ -337,32 +337,16 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
                m->dev->name, strerror (r));
       return r;
     }
-  for (int c = 0; c < 2; c++)
-    {
-      r = log_sb_decode (buf + c * LOG_SB_SIZE, &sb[c]);
-      /* A void copy wins: only voiding writes one, and a crash in the
-       * middle of it may have left the other copy valid.
-       */
-      if (r == ESTALE)
-        {
-          *out = sb[c];
-          return ESTALE;
-        }
-      magic |= r != ENOENT;
-      if (r == 0 && (best < 0 || sb[c].generation > sb[best].generation))
-        best = c;
-    }
-  if (best < 0 && !magic)
-    return ENOENT;
-  if (best < 0)
+  /* Which copy counts, and whether a void one wins: the codec's. */
+  r = log_sb_decode_mirror (buf, out);
+  if (r == EILSEQ)
     {
       hhc_log (log->logfn, HHC_LOG_ERROR,
                "log %s: superblock is corrupt (bad checksum or version)",
                m->dev->name);
       return EINVAL;
     }
-  *out = sb[best];
-  return 0;
+  return r;
 }
 
 /* ---- voiding a log that fell out of use ----

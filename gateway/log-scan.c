@@ -181,24 +181,15 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
       || memcmp (sh.log_uuid, log->uuid, 16) != 0
       || sh.seg_id != off / LOG_ALIGN)
     return ENOENT;
-  *d = (struct log_seg_desc){
-    .seq = sh.seq,
-    .base = sh.base,
-    .off = off,
-    .flags = sh.flags,
-    .nblocks = sh.nblocks,
-    .nrevokes = sh.nrevokes,
-    .crc = sh.checksum,
-    .prev_crc = sh.prev_checksum,
-  };
-  if (!header_ok (log, h, d->seq, off, &sh))
+  *d = (struct log_seg_desc){ .hdr = sh, .off = off };
+  if (!header_ok (log, h, sh.seq, off, &sh))
     return EILSEQ;
   d->len = sh.hdr_len + log_seg_data_len (sh.nblocks, log->bs);
   r = segment_sum (log, &log->m[i], &sh, h, off,
                    sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &big, &sum);
   if (r)
     return r;
-  return sum == d->crc ? 0 : EILSEQ;
+  return sum == sh.checksum ? 0 : EILSEQ;
 }
 
 /* The chain scan s of mirror i, as c describes it. */
@@ -220,15 +211,9 @@ describe_chain (struct hhc_log *log, unsigned i, const struct scan *s,
       r = dev_pread (log->m[i].dev, h, LOG_ALIGN, LOG_REGION_OFF + phys);
       log_seg_decode (h, &sh);
       c->segs[k] = (struct log_seg_desc){
-        .seq = si->seq,
-        .base = si->base,
+        .hdr = sh,
         .off = phys,
         .len = si->hdr_len + log_seg_data_len (si->nblocks, log->bs),
-        .flags = si->flags,
-        .nblocks = si->nblocks,
-        .nrevokes = si->nrevokes,
-        .crc = sh.checksum,
-        .prev_crc = sh.prev_checksum,
       };
     }
   return r;
@@ -268,11 +253,8 @@ log_inspect_chain (struct hhc_log *log, unsigned i, struct log_chain_desc *c)
 }
 
 void
-log_inspect_geometry (struct hhc_log *log, uint64_t *region_size,
-                      uint64_t *head_off, uint64_t *head_seq, unsigned *best)
+log_inspect_sb (struct hhc_log *log, struct log_sb *sb, unsigned *best)
 {
-  *region_size = log->region_size;
-  *head_off = log->hint_off;
-  *head_seq = log->hint_seq;
+  sb_of_log (log, sb);
   *best = log->best;
 }

@@ -216,14 +216,13 @@ const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
  * log_start: nothing is written ----
  */
 
-/* A segment as a mirror holds it.  off: where its header is, in bytes
- * from the start of the region; len: header and data (4 KiB multiple).
+/* A segment as a mirror holds it: its header, decoded (log-format.h);
+ * off: where the header is, in bytes from the start of the region;
+ * len: header and data (4 KiB multiple).
  */
 struct log_seg_desc {
-  uint64_t seq, base, off, len;
-  uint32_t flags, nblocks, nrevokes;
-  uint64_t crc;      /* its checksum (as its header records it) */
-  uint32_t prev_crc; /* the chain link: crc of the segment before it */
+  struct log_seg_hdr hdr;
+  uint64_t off, len;
 };
 
 /* The chain that replay follows on mirror i (the scan log_open did:
@@ -250,11 +249,9 @@ int log_inspect_chain (struct hhc_log *log, unsigned i,
 int log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
                          struct log_seg_desc *d);
 
-/* Region size, the head hint (offset in the region, sequence number)
- * and the mirror replay reads from.
+/* The superblock as the log holds it (what log_open read, and the
+ * volume it adopted offline) and the mirror replay reads from.
  */
-void log_inspect_geometry (struct hhc_log *log, uint64_t *region_size,
-                           uint64_t *head_off, uint64_t *head_seq,
-                           unsigned *best);
+void log_inspect_sb (struct hhc_log *log, struct log_sb *sb, unsigned *best);
 
 #endif /* HHC_LOG_H */

@@ -281,6 +281,10 @@ void scan_free (struct scan *s);
  * logged), or an I/O errno (logged).
  */
 int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb);
+/* The superblock of this log as it is now (io_lock held, or no writer
+ * yet).
+ */
+void sb_of_log (const struct hhc_log *log, struct log_sb *sb);
 /* Overwrite both superblock copies of dev with a void one, and sync. */
 int void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
               const uint8_t cache_uuid[16]);

@@ -2,10 +2,11 @@
  * without writing, inspect them for hhcctl check, count or run a
  * replay for hhcctl format and recover.
  *
- * Everything but the blank test goes through log.c (log_open with the
- * caller's devices, log_inspect_*, log_replay); the inspection results
- * are handed on in offline.h's own structs, so that hhcctl needs no
- * log.h.
+ * Everything goes through log.c (log_open with the caller's devices,
+ * log_inspect_*, log_replay) and the log's codec (log-format.h): the
+ * blank test decodes the superblocks as the log does, and the
+ * inspection results are handed on in offline.h's own structs, which
+ * hold the codec's, so that hhcctl needs no log.h.
  */
 #include <config.h>
 
@@ -14,25 +15,29 @@
 #include "log.h"
 #include "offline.h"
 
-/* Does a device hold no log superblock (neither copy has the magic)?
- * That is what the core calls blank.
+/* Does a device hold no log?  What the log would use as a blank device:
+ * neither superblock copy has the log's magic, or it is void
+ * (log_sb_decode_mirror, as read_sb decides).  A corrupt superblock is
+ * not blank: log_open refuses it.
  */
 static int
 log_dev_blank (struct hhc_dev *dev, bool *blank)
 {
-  HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (8192);
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * LOG_SB_SIZE);
+  struct log_sb sb;
   int r;
 
-  if (sb == NULL)
+  if (buf == NULL)
     return ENOMEM;
-  if (dev->size < 8192)
+  if (dev->size < 2 * LOG_SB_SIZE)
     {
       *blank = true;
       return 0;
     }
-  if ((r = dev_pread (dev, sb, 8192, 0)) != 0)
+  if ((r = dev_pread (dev, buf, 2 * LOG_SB_SIZE, 0)) != 0)
     return r;
-  *blank = memcmp (sb, LOG_MAGIC, 8) != 0 && memcmp (sb + 4096, LOG_MAGIC, 8);
+  r = log_sb_decode_mirror (buf, &sb);
+  *blank = r == ENOENT || r == ESTALE;
   return 0;
 }
 
@@ -109,22 +114,13 @@ offline_log_close (struct hhc_log *log)
 void
 offline_log_info (struct hhc_log *log, struct offline_log_info *info)
 {
-  log_uuids (log, info->uuid, info->cache_uuid);
-  log_volume (log, &info->identity, &info->volume_size, &info->block_size);
-  log_inspect_geometry (log, &info->region, &info->head_off, &info->head_seq,
-                        &info->best);
+  log_inspect_sb (log, &info->sb, &info->best);
 }
 
 static void
 take_seg (struct offline_seg *s, const struct log_seg_desc *d)
 {
-  s->seq = d->seq;
-  s->base = d->base;
-  s->off = d->off;
-  s->len = d->len;
-  s->crc = d->crc;
-  s->barrier = (d->flags & LOG_F_BARRIER) != 0;
-  s->wrap = (d->flags & LOG_F_WRAP) != 0;
+  *s = (struct offline_seg){ .hdr = d->hdr, .off = d->off, .len = d->len };
 }
 
 int
@@ -182,13 +178,33 @@ mark_chain (const struct offline_chain *c, uint64_t nb, uint8_t *seen)
       seen[b / 8] |= 1 << (b % 8);
 }
 
+/* Count the segment d, found at no place of the chain c, among the
+ * orphans o if it is one (of this run or later, from the chain's end
+ * on: base is the chain's last).
+ */
+static void
+count_orphan (const struct offline_chain *c, uint64_t base,
+              const struct log_seg_hdr *d, struct offline_orphans *o)
+{
+  if ((d->flags & LOG_F_WRAP) || d->seq < c->end_seq || d->base < base)
+    return;
+  if (o->n++ == 0 || d->seq < o->first)
+    o->first = d->seq;
+  o->last = HHC_MAX (o->last, d->seq);
+  if (d->flags & LOG_F_BARRIER)
+    {
+      o->barriers++;
+      o->last_barrier = HHC_MAX (o->last_barrier, d->seq);
+    }
+}
+
 void
 offline_log_sweep (struct hhc_log *log, unsigned mirror,
                    const struct offline_chain *c, uint64_t region,
                    struct offline_orphans *o)
 {
   uint64_t nb = region / 4096;
-  uint64_t base = c->n ? c->segs[c->n - 1].base : 0;
+  uint64_t base = c->n ? c->segs[c->n - 1].hdr.base : 0;
   HHC_CLEANUP_FREE uint8_t *seen = calloc (nb / 8 + 1, 1);
   struct offline_seg d;
 
@@ -208,7 +224,8 @@ offline_log_sweep (struct hhc_log *log, unsigned mirror,
         continue;
       if (r == EILSEQ)
         {
-          o->damaged += d.seq > c->end_seq && d.base >= base && !d.wrap;
+          o->damaged += d.hdr.seq > c->end_seq && d.hdr.base >= base
+                        && !(d.hdr.flags & LOG_F_WRAP);
           continue;
         }
       if (r)
@@ -216,17 +233,7 @@ offline_log_sweep (struct hhc_log *log, unsigned mirror,
           o->error = r;
           return;
         }
-      if (!d.wrap && d.seq >= c->end_seq && d.base >= base)
-        {
-          if (o->n++ == 0 || d.seq < o->first)
-            o->first = d.seq;
-          o->last = HHC_MAX (o->last, d.seq);
-          if (d.barrier)
-            {
-              o->barriers++;
-              o->last_barrier = HHC_MAX (o->last_barrier, d.seq);
-            }
-        }
+      count_orphan (c, base, &d.hdr, o);
       b += d.len / 4096 - 1; /* the rest of it */
     }
 }

@@ -8,9 +8,11 @@
  *                            and state page as the gateway reads them
  *                            (cache.c), every metadata page checked by
  *                            the codec (cache-format.h)
- *   log       offline-log.c  open a log's mirrors without writing,
- *                            inspect its chains and segments, count
- *                            or run a replay
+ *   log       offline-log.c  open a log's mirrors without writing
+ *                            (blank as the gateway decides it),
+ *                            inspect its chains and segments (headers
+ *                            and superblock decoded by the codec,
+ *                            log-format.h), count or run a replay
  *
  * Nothing here writes to a device but offline_blank and the replay
  * callback the caller gives; a device opened read-only fails every
@@ -26,6 +28,7 @@
 
 #include "cache-format.h"
 #include "hhc.h"
+#include "log-format.h"
 
 struct hhc_dev;
 struct hhc_log;
@@ -112,26 +115,24 @@ int offline_log_open (const char *const *paths, unsigned n, hhc_log_fn log,
                       struct hhc_log **logp);
 void offline_log_close (struct hhc_log *log);
 
-/* What the log's superblock says, and where replay reads from. */
+/* What the log's superblock says (as the log holds it: the newest
+ * valid copy of the mirrors, with the volume the log adopted; decoded
+ * by the codec, log-format.h), and where replay reads from.
+ */
 struct offline_log_info {
-  uint8_t uuid[16];
-  uint8_t cache_uuid[16]; /* the cache it is paired with */
-  const char *identity;   /* the volume's (the log's memory) */
-  uint64_t volume_size;
-  uint32_t block_size;
-  uint64_t region;             /* bytes of the circular region */
-  uint64_t head_off, head_seq; /* the head hint */
-  unsigned best;               /* the mirror replay reads from */
+  struct log_sb sb; /* UUIDs, volume, region, head hint */
+  unsigned best;    /* the mirror replay reads from */
 };
 void offline_log_info (struct hhc_log *log, struct offline_log_info *info);
 
-/* A segment as a mirror holds it: off is where its header is, in
- * bytes from the start of the region; len header and data.
+/* A segment as a mirror holds it: its header, decoded by the codec
+ * (log-format.h: seq, base, flags LOG_F_*, checksum ...); off is where
+ * the header is, in bytes from the start of the region; len header and
+ * data.
  */
 struct offline_seg {
-  uint64_t seq, base, off, len;
-  uint32_t crc; /* its checksum, as its header records it */
-  bool barrier, wrap;
+  struct log_seg_hdr hdr;
+  uint64_t off, len;
 };
 
 /* The chain that replay follows on one mirror (wrap markers are not

@@ -81,9 +81,9 @@ size_t fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags);
  */
 size_t fuzz_fix_log (unsigned char *img, size_t len, unsigned flags);
 
-/* The superblock of a log image that read_sb () would choose (a valid
- * copy: magic, crc, version; the newer generation) into *sb: false if
- * none.
+/* The superblock of a log image that read_sb () would choose (the
+ * codec's log_sb_decode_mirror: the newer valid copy) into *sb: false
+ * if none, or if a copy is void (the log takes the mirror for blank).
  */
 bool fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb);
 

@@ -38,9 +38,7 @@
 
 #include "cache-format.h"
 #include "common.h"
-#include "crc32c.h"
 #include "fuzz.h"
-#include "log.h"
 
 struct fuzzdev {
   struct hhc_dev dev;
@@ -265,19 +263,7 @@ fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
 bool
 fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb)
 {
-  struct log_sb c;
-  bool found = false;
-
-  for (int i = 0; i < 2; i++)
-    {
-      if ((size_t)(i + 1) * LOG_SB_SIZE > len
-          || log_sb_decode (img + (size_t)i * LOG_SB_SIZE, &c) != 0)
-        continue;
-      if (!found || c.generation > sb->generation)
-        *sb = c;
-      found = true;
-    }
-  return found;
+  return len >= 2 * LOG_SB_SIZE && log_sb_decode_mirror (img, sb) == 0;
 }
 
 /* The superblock copies that have the log's magic (valid or not) get
@@ -334,13 +320,13 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
       unsigned char *h = img + LOG_REGION_OFF + phys;
       struct log_seg_hdr sh;
       uint64_t dl;
-      if (log_seg_decode (h, &sh) == ENOENT || sh.hdr_len < LOG_ALIGN
-          || sh.hdr_len % LOG_ALIGN || sh.nblocks > region / bs
-          || phys + sh.hdr_len + (dl = (uint64_t)sh.nblocks * bs) > region)
+      /* As the scan: a header whose lengths fit the region. */
+      if (log_seg_decode (h, &sh) != 0 || !log_seg_fits (&sh, phys, region, bs))
         return end;
+      dl = (uint64_t)sh.nblocks * bs;
       if (have_prev)
         log_seg_set_prev (h, prev_crc);
-      end = HHC_MAX (end, (size_t)(h + 88 - img));
+      end = HHC_MAX (end, (size_t)(h + LOG_HDR_FIXED - img));
       /* As the scan: the header, then the data. */
       uint32_t crc = log_seg_seal (h, h + sh.hdr_len, dl);
       if (sh.flags & LOG_F_WRAP)

@@ -8,6 +8,10 @@
  *   sb_rejects         bad magic (ENOENT), bad checksum or version
  *                      (EILSEQ), a torn void superblock (ENOENT).
  *   sb_check           log_sb_check: heads and regions out of range.
+ *   sb_mirror          log_sb_decode_mirror, both copies as the log
+ *                      reads them: the newer valid copy; a void copy
+ *                      wins over a valid one; blank (no magic, or a
+ *                      torn void copy only); corrupt (EILSEQ).
  *   seg_roundtrip      a segment header with its tables: layout,
  *                      decode, the table accessors, encode_fixed.
  *   seg_rejects        bad magic (ENOENT), header lengths impossible
@@ -212,6 +216,69 @@ test_sb_check (void **state)
   assert_int_equal (log_sb_check (&sb), LOG_SB_SOUND);
   assert_string_equal (log_sb_fault_to_string (LOG_SB_BAD_REGION),
                        "bad region or head");
+  (void)state;
+}
+
+/* Copy c (0 or 1) of a mirror's superblocks in buf: sb with generation
+ * gen, or (gen 0) the void superblock.
+ */
+static void
+put_copy (unsigned char *buf, int c, const struct log_sb *sb, uint64_t gen)
+{
+  struct log_sb g = *sb;
+
+  g.generation = gen;
+  if (gen)
+    log_sb_encode (&g, buf + c * LOG_SB_SIZE);
+  else
+    log_sb_encode_void (sb->log_uuid, sb->cache_uuid, buf + c * LOG_SB_SIZE);
+}
+
+static void
+test_sb_mirror (void **state)
+{
+  unsigned char buf[2 * LOG_SB_SIZE];
+  struct log_sb sb, d;
+
+  sample_sb (&sb);
+  memset (buf, 0, sizeof buf);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), ENOENT);
+  /* The newer valid copy counts, in either place. */
+  put_copy (buf, 0, &sb, 7);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), 0);
+  assert_int_equal (d.generation, 7);
+  put_copy (buf, 1, &sb, 8);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), 0);
+  assert_int_equal (d.generation, 8);
+  put_copy (buf, 0, &sb, 9);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), 0);
+  assert_int_equal (d.generation, 9);
+  /* A torn newer copy: the older one. */
+  buf[100] ^= 1;
+  assert_int_equal (log_sb_decode_mirror (buf, &d), 0);
+  assert_int_equal (d.generation, 8);
+  /* Both torn, or one torn and one of another version: corrupt. */
+  buf[LOG_SB_SIZE + 100] ^= 1;
+  assert_int_equal (log_sb_decode_mirror (buf, &d), EILSEQ);
+  assert_int_equal (d.generation, 0);
+  sb.version = LOG_VERSION + 1;
+  put_copy (buf, 1, &sb, 10);
+  sb.version = LOG_VERSION;
+  assert_int_equal (log_sb_decode_mirror (buf, &d), EILSEQ);
+  /* Voiding crashed between the copies: the void one wins (either). */
+  put_copy (buf, 0, &sb, 0);
+  put_copy (buf, 1, &sb, 10);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), ESTALE);
+  assert_memory_equal (d.log_uuid, sb.log_uuid, 16);
+  put_copy (buf, 0, &sb, 10);
+  put_copy (buf, 1, &sb, 0);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), ESTALE);
+  /* A torn void copy is none: the other decides. */
+  buf[LOG_SB_SIZE + 20] ^= 1;
+  assert_int_equal (log_sb_decode_mirror (buf, &d), 0);
+  assert_int_equal (d.generation, 10);
+  memset (buf, 0, LOG_SB_SIZE);
+  assert_int_equal (log_sb_decode_mirror (buf, &d), ENOENT);
   (void)state;
 }
 
@@ -498,6 +565,7 @@ main (void)
     cmocka_unit_test (test_void_sb),
     cmocka_unit_test (test_sb_rejects),
     cmocka_unit_test (test_sb_check),
+    cmocka_unit_test (test_sb_mirror),
     cmocka_unit_test (test_seg_roundtrip),
     cmocka_unit_test (test_seg_rejects),
     cmocka_unit_test (test_seg_lengths),
