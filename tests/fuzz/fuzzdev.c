@@ -328,7 +328,7 @@ fuzz_fix_log (unsigned char *img, size_t len, unsigned flags)
         log_seg_set_prev (h, prev_crc);
       end = HHC_MAX (end, (size_t)(h + LOG_HDR_FIXED - img));
       /* As the scan: the header, then the data. */
-      uint32_t crc = log_seg_seal (h, h + sh.hdr_len, dl);
+      uint32_t crc = log_seg_link (log_seg_seal (h, h + sh.hdr_len, dl));
       if (sh.flags & LOG_F_WRAP)
         {
           lpos += region - phys;
