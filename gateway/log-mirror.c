@@ -14,10 +14,20 @@
  *                        log_stop try to void it
  *   voided       1 1 1   both superblock copies void on disk
  *
- * Locks: mirrors_io runs under io_lock (one at a time: the writer, or
- * open/close with no writer) and takes log->lock only to read and
- * update the mirrors' flags, never across I/O.  void_failed runs under
- * void_lock (the devices of failed mirrors are used by no one else).
+ * Locks: mirrors_io runs under io_lock (one at a time: the writer,
+ * log_rebase and log_discard while it runs, or open/close with no
+ * writer) and takes log->lock only to read and update the mirrors'
+ * flags, never across I/O.  void_failed runs under void_lock, not
+ * io_lock: a failed mirror is written by no one else, but for what a
+ * mirrors_io that chose it before it failed is still writing.  That
+ * happens: log_fail_locked runs on the thread that finds the log
+ * cannot be kept, which may be the flusher or a request thread (a
+ * trim's revoke: add_revoke) while the writer writes, so a mirror may
+ * be marked failed and then voided (at once, or for the last one once
+ * a FLUSH has fallen back) while that write goes on.  Harmless: a
+ * segment write never touches the superblocks, and a superblock write
+ * rewrites one copy, while a void copy wins over a valid one (read_sb)
+ * and voiding writes both.
  */
 #include <config.h>
 
@@ -203,8 +213,8 @@ mirror_wait (struct mirror *m, unsigned n, int res)
 }
 
 /* Run io on every healthy mirror at once; a mirror that fails is marked
- * failed.  Returns 0 if at least one mirror succeeded.  Called by one
- * thread at a time (the writer, or open/close with no writer).
+ * failed.  Returns 0 if at least one mirror succeeded.  Called with
+ * io_lock held: one at a time (see "Locks" at the top of this file).
  */
 int
 mirrors_io_locked (struct hhc_log *log, const struct io *io)
@@ -455,8 +465,9 @@ void_done (struct hhc_log *log, struct mirror *m, int r)
 }
 
 /* Void every failed mirror that is owed it, dialling a dead NBD one
- * again if dial (void_lock held; not log->lock: the devices of failed
- * mirrors are used by no one else).
+ * again if dial (void_lock held; not log->lock nor io_lock: a failed
+ * mirror's device is used by no one else, but for a write begun before
+ * it failed, which is harmless: see "Locks" at the top of this file).
  */
 static void
 void_failed (struct hhc_log *log, bool dial)

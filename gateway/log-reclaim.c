@@ -8,7 +8,9 @@
  *
  * Every function here is called by the writer with log->lock held and
  * may drop it (for the callbacks, or I/O under io_lock: io_lock ->
- * lock).
+ * lock).  persist_head is also called by log_rebase and log_discard
+ * (log.c) while the writer runs: its sync and superblock write, and
+ * the superblock fields, are under io_lock, so one at a time.
  */
 #include <config.h>
 

@@ -25,8 +25,14 @@
  *              (sb_gen, hint_off, hint_seq) and each mirror's sb_hold
  *   lock       everything in memory but the mirrors' I/O state; never
  *              held during device I/O, and no other lock is taken
- *              while it is held (the callbacks are called without it)
- *   m->mu      a mirror's worker thread and its job
+ *              while it is held.  The callbacks are called without
+ *              it, but for the caller's message callback (hhc_log):
+ *              log_fail_locked and in_place_pos call it with lock
+ *              held
+ * A mirror's m->mu (its worker thread and its job) is apart from
+ * them: taken by its worker, by mirrors_io_locked under io_lock
+ * (mirror_start, mirror_wait) and by mirrors_stop_threads, never
+ * while lock is held, and no lock is taken while it is held.
  */
 #ifndef HHC_LOG_INT_H
 #define HHC_LOG_INT_H
@@ -358,8 +364,11 @@ void make_current (struct hhc_log *log, struct buf *b, uint64_t reserve);
  */
 bool room_for (struct hhc_log *log, uint64_t bytes, unsigned slots);
 bool room_for_buffer (struct hhc_log *log);
-/* Make a free buffer current if there is room. */
+/* Whether b, just made current, has taken all the revokes it has room
+ * for: it is to be sealed at once.
+ */
 bool full_of_revokes (const struct hhc_log *log, const struct buf *b);
+/* Make a free buffer current if there is room. */
 void try_make_current (struct hhc_log *log);
 /* Take the current buffer off, sealed, onto the writer's queue (no
  * wake-up, no next buffer: seal does both).

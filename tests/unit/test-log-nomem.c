@@ -22,9 +22,20 @@
  *   nomem_deaths          no memory for a segment's deaths: the segment
  *                         is not written, the log stops, and a replay
  *                         holds the barrier before it.
+ *   nomem_rev_cap         rev_cap revokes pending while no buffer is
+ *                         current: the buffer that takes them all is
+ *                         sealed at once, so the next revoke asks for
+ *                         no memory (once that buffer stayed current,
+ *                         the next revoke grew its full list, and
+ *                         without memory stopped the log).
+ *
+ * nomem_rev_cap waits for the log's state (log_int.h, under its lock)
+ * and needs more keys than rev_cap (at least 256), and a log device
+ * to hold them: its own sizes (nlog_new_sized).
  */
 #include <config.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,18 +43,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "common.h"
 #include "devcrash.h"
 #include "log.h"
+#include "log_int.h"
 #include "membackend.h"
 
 #define BS 4096u
-#define NKEYS 64
+#define NKEYS 64   /* keys (cache slots) of the volume */
 #define SEG 65536u /* 16 blocks a segment */
 #define LOG_DEV (LOG_REGION_OFF + 1024 * 1024)
+/* nomem_rev_cap: more keys than rev_cap, and a region where those
+ * keep less than half of it in use (more makes the writer relog the
+ * head: active_reclaim).
+ */
+#define RC_NKEYS 320
+#define RC_LOG_DEV (LOG_REGION_OFF + 8 * 1024 * 1024)
 
 /* ---- the realloc wrapper ---- */
 
@@ -133,7 +152,8 @@ struct nlog {
   struct hhc_dev *cd, *hd; /* the crash device, the hookdev over it */
   struct gate gate;
   struct hhc_log *log;
-  unsigned char blocks[NKEYS][BS]; /* key k's block */
+  uint32_t nkeys;
+  unsigned char (*blocks)[BS]; /* nkeys: key k's block */
 };
 
 static const uint8_t cache_uuid[16] = { 0x70, 0x6e };
@@ -164,7 +184,7 @@ nlog_open_log (struct nlog *t, const char *identity, enum log_found *found)
     .paths = paths,
     .npaths = 1,
     .block_size = identity ? BS : 512,
-    .volume_size = identity ? NKEYS * BS : 0,
+    .volume_size = identity ? (uint64_t)t->nkeys * BS : 0,
     .identity = identity,
     .segment_size = SEG,
     .nbuffers = 2,
@@ -177,26 +197,37 @@ nlog_open_log (struct nlog *t, const char *identity, enum log_found *found)
   return log;
 }
 
-/* A new log, started and rebased (nothing dirty). */
+/* A new log of nkeys keys on a log device of log_dev bytes, started
+ * and rebased (nothing dirty).
+ */
 static struct nlog *
-nlog_new (void)
+nlog_new_sized (uint32_t nkeys, uint64_t log_dev)
 {
   struct nlog *t = calloc (1, sizeof *t);
   struct log_callbacks cb = { t, nlog_relog, nlog_pressure, NULL };
   enum log_found found;
 
   assert_non_null (t);
+  t->nkeys = nkeys;
+  t->blocks = calloc (nkeys, BS);
+  assert_non_null (t->blocks);
   pthread_mutex_init (&t->gate.mu, NULL);
   pthread_cond_init (&t->gate.cv, NULL);
-  assert_int_equal (crashdev_create (LOG_DEV, &t->cd), 0);
+  assert_int_equal (crashdev_create (log_dev, &t->cd), 0);
   t->hd = hookdev_new (t->cd);
   assert_non_null (t->hd);
   hookdev_set_hooks (t->hd, gate_before, NULL, NULL, &t->gate);
   t->log = nlog_open_log (t, "nomem", &found);
   assert_int_equal (found, LOG_FOUND_BLANK);
-  assert_int_equal (log_start (t->log, cache_uuid, NKEYS, &cb), 0);
+  assert_int_equal (log_start (t->log, cache_uuid, nkeys, &cb), 0);
   assert_int_equal (log_rebase (t->log, NULL, NULL, 0), 0);
   return t;
+}
+
+static struct nlog *
+nlog_new (void)
+{
+  return nlog_new_sized (NKEYS, LOG_DEV);
 }
 
 static void
@@ -207,6 +238,7 @@ nlog_free (struct nlog *t)
   crashdev_destroy (t->cd);
   pthread_cond_destroy (&t->gate.cv);
   pthread_mutex_destroy (&t->gate.mu);
+  free (t->blocks);
   free (t);
 }
 
@@ -258,6 +290,28 @@ stats (struct nlog *t)
 
   log_get_stats (t->log, &s);
   return s;
+}
+
+/* ---- the log's state (log_int.h) ---- */
+
+/* Wait until a buffer is current and has taken every pending revoke
+ * (buf_cv: a buffer became current), for at most 10 s.  Returns
+ * whether it happened.
+ */
+static bool
+wait_all_placed (struct hhc_log *log)
+{
+  struct timespec deadline;
+  bool placed;
+  int r = 0;
+
+  hhc_deadline (&deadline, 10000);
+  pthread_mutex_lock (&log->lock);
+  while (!(placed = log->cur != NULL && log->pending_rev.len == 0)
+         && log->healthy > 0 && r != ETIMEDOUT)
+    r = pthread_cond_timedwait (&log->buf_cv, &log->lock, &deadline);
+  pthread_mutex_unlock (&log->lock);
+  return placed;
 }
 
 /* ---- tests ---- */
@@ -355,6 +409,52 @@ test_nomem_deaths (void **state)
   nlog_free (t);
 }
 
+static void
+test_nomem_rev_cap (void **state)
+{
+  struct nlog *t = nlog_new_sized (RC_NKEYS, RC_LOG_DEV);
+  uint32_t cap = t->log->rev_cap, k;
+  bool none_current;
+  size_t pending;
+
+  /* Keys 0..cap on disk: a revoke of each needs a record. */
+  assert_true (cap + 1 + 2 * 16 <= RC_NKEYS);
+  for (k = 0; k <= cap; k++)
+    {
+      put_block (t, k, k, 1);
+      if (k % 16 == 15)
+        assert_int_equal (log_barrier (t->log), 0);
+    }
+  assert_int_equal (log_barrier (t->log), 0);
+  /* Both buffers sealed, the writer held at the gate: none is
+   * current, and cap revokes wait in pending_rev.
+   */
+  gate_set (&t->gate, true);
+  for (k = cap + 1; k < cap + 1 + 2 * 16; k++)
+    put_block (t, k, k, 1);
+  gate_wait_writer (&t->gate);
+  for (k = 0; k < cap; k++)
+    log_revoke (t->log, k, k);
+  pthread_mutex_lock (&t->log->lock);
+  none_current = t->log->cur == NULL;
+  pending = t->log->pending_rev.len;
+  pthread_mutex_unlock (&t->log->lock);
+  assert_true (none_current);
+  assert_int_equal (pending, cap);
+  /* The first buffer written and free again, it takes all cap (sealed
+   * at once); the second, written, becomes current with none.
+   */
+  gate_set (&t->gate, false);
+  assert_true (wait_all_placed (t->log));
+  assert_true (log_healthy (t->log));
+  nomem_arm (NOMEM_ALL);
+  log_revoke (t->log, cap, cap); /* into the current buffer */
+  assert_int_equal (nomem_disarm (), 0);
+  assert_true (log_healthy (t->log));
+  assert_int_equal (log_barrier (t->log), 0);
+  nlog_free (t);
+}
+
 int
 main (void)
 {
@@ -362,6 +462,7 @@ main (void)
     cmocka_unit_test (test_nomem_fill),
     cmocka_unit_test (test_nomem_pending_revoke),
     cmocka_unit_test (test_nomem_deaths),
+    cmocka_unit_test (test_nomem_rev_cap),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
