@@ -15,7 +15,7 @@ int
 logset_open (struct offline_logset *ls)
 {
   unsigned bad;
-  int r = offline_logset_open (ls, log_cb, &bad);
+  int r = offline_logset_open (ls, msg_cb, &bad);
 
   if (r && bad < ls->n)
     problem ("log %s: %s", ls->paths[bad], strerror (r));

@@ -96,13 +96,13 @@ check_cache (const char *path, struct offline_cache *cc)
   bool busy;
   int r;
 
-  if (offline_open_readonly (path, log_cb, &dev, &busy) != 0)
+  if (offline_open_readonly (path, msg_cb, &dev, &busy) != 0)
     return false;
   if (busy)
     warning ("cache %s is in use by a running gateway: read anyway, the "
              "results may be stale or inconsistent",
              path);
-  r = offline_cache_read (dev, log_cb, cc);
+  r = offline_cache_read (dev, msg_cb, cc);
   if (r == 0)
     report_cache (path, cc);
   else if (r != EINVAL) /* EINVAL: the core said why */
@@ -119,7 +119,7 @@ open_logs (struct offline_logset *ls)
 
   for (unsigned i = 0; i < ls->n; i++)
     {
-      if (offline_open_readonly (ls->paths[i], log_cb, &ls->devs[i], &busy)
+      if (offline_open_readonly (ls->paths[i], msg_cb, &ls->devs[i], &busy)
           != 0)
         return false;
       if (busy)

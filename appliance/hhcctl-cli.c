@@ -59,22 +59,22 @@ warning (const char *fmt, ...)
 }
 
 void
-log_cb (enum hhc_log_level level, const char *msg)
+msg_cb (enum hhc_msg_level level, const char *msg)
 {
   if (report)
     {
-      if (level == HHC_LOG_ERROR)
+      if (level == HHC_MSG_ERROR)
         problem ("%s", msg);
-      else if (level == HHC_LOG_WARNING)
+      else if (level == HHC_MSG_WARNING)
         warning ("%s", msg);
-      else if (level == HHC_LOG_INFO && !quiet_core)
+      else if (level == HHC_MSG_INFO && !quiet_core)
         note ("%s", msg);
       return;
     }
-  if (level == HHC_LOG_DEBUG
-      || ((quiet || quiet_core) && level == HHC_LOG_INFO))
+  if (level == HHC_MSG_DEBUG
+      || ((quiet || quiet_core) && level == HHC_MSG_INFO))
     return;
-  fprintf (stderr, "hhcctl: %s%s\n", level == HHC_LOG_ERROR ? "error: " : "",
+  fprintf (stderr, "hhcctl: %s%s\n", level == HHC_MSG_ERROR ? "error: " : "",
            msg);
 }
 

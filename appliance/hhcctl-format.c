@@ -49,7 +49,7 @@ format_check_cache (const char *path, struct hhc_dev *dev, bool force,
                     bool *blank)
 {
   struct offline_cache cc;
-  int r = offline_cache_read (dev, log_cb, &cc);
+  int r = offline_cache_read (dev, msg_cb, &cc);
 
   *blank = r == 0 && cc.blank;
   if (r && !force)
@@ -160,10 +160,10 @@ format_args (int argc, char **argv, struct format_job *j)
 static int
 format_open (struct format_job *j)
 {
-  if (j->cache && offline_open (j->cache, log_cb, &j->cdev) != 0)
+  if (j->cache && offline_open (j->cache, msg_cb, &j->cdev) != 0)
     return 1;
   for (unsigned i = 0; i < j->ls.n; i++)
-    if (offline_open (j->logs[i], log_cb, &j->ls.devs[i]) != 0)
+    if (offline_open (j->logs[i], msg_cb, &j->ls.devs[i]) != 0)
       return 1;
   if (j->cdev && format_check_cache (j->cache, j->cdev, j->force, &j->cblank))
     return 1;

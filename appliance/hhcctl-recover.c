@@ -119,7 +119,7 @@ static int
 open_backend (const char *backend, const struct offline_log_info *li,
               struct target *t)
 {
-  if (offline_open (backend, log_cb, &t->dev) != 0)
+  if (offline_open (backend, msg_cb, &t->dev) != 0)
     return 1;
   if (offline_size (t->dev) < t->size)
     {
@@ -158,7 +158,7 @@ cmd_recover (int argc, char **argv)
 
   if (r >= 0)
     return r;
-  if (offline_log_open (a.logs, a.nlogs, log_cb, &log) != 0)
+  if (offline_log_open (a.logs, a.nlogs, msg_cb, &log) != 0)
     return 1;
   offline_log_info (log, &li);
   t.size = li.sb.volume_size;

@@ -50,7 +50,7 @@ void problem (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void warning (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 /* The core's messages: into check's report, else to stderr. */
-void log_cb (enum hhc_log_level level, const char *msg);
+void msg_cb (enum hhc_msg_level level, const char *msg);
 
 /* A usage error: one line, exit status 2. */
 int usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));

@@ -63,7 +63,7 @@ note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
     return;
   if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,
                                    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "%s: a backend flush failed (%s) while trims, zeros or "
              "writes that went straight to the backend were not yet "
              "durable: the backend may have dropped them, so every FLUSH "

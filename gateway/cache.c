@@ -46,7 +46,7 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
   r = dev_pread (c->dev, buf, CACHE_PAGE, 0);
   if (r)
     {
-      hhc_log (c->log, HHC_LOG_ERROR, "%s: reading superblock: %s",
+      hhc_msg (c->msgfn, HHC_MSG_ERROR, "%s: reading superblock: %s",
                c->dev->name, strerror (r));
       return r;
     }
@@ -56,13 +56,13 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
     return ENOENT;
   if (f == CACHE_SUPER_BAD_CRC)
     {
-      hhc_log (c->log, HHC_LOG_ERROR,
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
                "%s: cache superblock is corrupt (bad checksum)", c->dev->name);
       return EINVAL;
     }
   if (f == CACHE_SUPER_VERSION)
     {
-      hhc_log (c->log, HHC_LOG_ERROR,
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
                "%s: cache format version %u is not supported (want %u)",
                c->dev->name, sb.version, CACHE_VERSION);
       return EINVAL;
@@ -70,7 +70,7 @@ cache_read_super (struct hhc_cache *c, char *identity, size_t idlen)
   take_super (c, &sb);
   if (f == CACHE_SUPER_GEOMETRY || sb.identity_len >= idlen)
     {
-      hhc_log (c->log, HHC_LOG_ERROR,
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
                "%s: cache superblock has an impossible geometry "
                "(or the device shrank)",
                c->dev->name);
@@ -204,7 +204,7 @@ cache_write_state (struct hhc_cache *c, enum cache_state state)
        * writes too, and a later sync that succeeds does not bring them
        * back.  Every later commit (so every FLUSH) fails.
        */
-      hhc_log (c->log, HHC_LOG_ERROR, "%s: writing the state page: %s",
+      hhc_msg (c->msgfn, HHC_MSG_ERROR, "%s: writing the state page: %s",
                c->dev->name, strerror (r));
       if (r != ENOMEM)
         {
@@ -268,8 +268,8 @@ cache_format (struct hhc_cache *c, const char *identity)
   return 0;
 
 fail:
-  hhc_log (c->log, HHC_LOG_ERROR, "%s: formatting the cache: %s", c->dev->name,
-           strerror (r));
+  hhc_msg (c->msgfn, HHC_MSG_ERROR, "%s: formatting the cache: %s",
+           c->dev->name, strerror (r));
   return r;
 }
 
@@ -371,7 +371,7 @@ load_page (struct hhc_cache *c, uint32_t p, unsigned char *buf,
   c->copy_seq[2 * p + 1] = sb;
   if (sa == 0 && sb == 0)
     {
-      hhc_log (c->log, HHC_LOG_ERROR,
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
                "%s: cache metadata page %u is corrupt in both copies",
                c->dev->name, p);
       return EINVAL;
@@ -402,7 +402,7 @@ load_entries (struct hhc_cache *c, uint32_t p, const unsigned char *buf,
         continue;
       if (lba >= nblocks)
         {
-          hhc_log (c->log, HHC_LOG_ERROR,
+          hhc_msg (c->msgfn, HHC_MSG_ERROR,
                    "%s: cache metadata page %u: block %" PRIu64
                    " is beyond the volume",
                    c->dev->name, p, lba);
@@ -626,7 +626,7 @@ do_commit (struct hhc_cache *c)
        * and the taken slots are not known free.  Keep them out of
        * circulation; every later commit fails (see failed).
        */
-      hhc_log (c->log, HHC_LOG_ERROR, "%s: cache metadata commit failed: %s",
+      hhc_msg (c->msgfn, HHC_MSG_ERROR, "%s: cache metadata commit failed: %s",
                c->dev->name, strerror (r));
       goto out;
     }

@@ -35,12 +35,12 @@
 
 #include "cache-format.h"
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "index.h"
 
 struct hhc_cache {
   struct hhc_dev *dev;
-  hhc_log_fn log;
+  hhc_msg_fn msgfn;
   struct hhc_index *idx;
 
   /* Geometry, fixed once formatted. */

@@ -18,7 +18,7 @@
 #include "../common/cleanup.h"
 #include "../common/lock.h"
 #include "../common/uuid.h"
-#include "hhc.h"
+#include "hhccore.h"
 
 #define HHC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define HHC_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -67,9 +67,9 @@ hhc_pthread_fail (const char *what, int r)
   }
 
 /* Logging through the caller's callback. */
-void hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt,
+void hhc_msgv (hhc_msg_fn fn, enum hhc_msg_level level, const char *fmt,
                va_list ap);
-void hhc_log (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, ...)
+void hhc_msg (hhc_msg_fn fn, enum hhc_msg_level level, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
 /* *ts = now + ms on CLOCK_REALTIME (for pthread_cond_timedwait). */

@@ -1,12 +1,12 @@
 /* The configuration: defaults (hhc_conf_init) and the names of modes
- * and formats.  Public (hhc.h); depends on nothing else of the core.
+ * and formats.  Public (hhccore.h); depends on nothing else of the core.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <string.h>
 
-#include "hhc.h"
+#include "hhccore.h"
 
 const char *
 hhc_mode_to_string (enum hhc_mode mode)

@@ -131,7 +131,7 @@ connect_bounded (struct nbd_handle *h, const char *uri, int timeout_ms)
 }
 
 int
-dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_msg_fn msgfn,
                       struct hhc_dev **devp)
 {
   struct nbd_dev *n = calloc (1, sizeof *n);
@@ -149,7 +149,7 @@ dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
     {
       int e = nbd_errno () ? nbd_errno () : ETIMEDOUT;
       const char *msg = nbd_get_error ();
-      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri,
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: %s", uri,
                msg ? msg : "connection timed out");
       if (n->nbd)
         nbd_close (n->nbd);
@@ -159,7 +159,7 @@ dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
     }
   if (nbd_is_read_only (n->nbd) == 1)
     {
-      hhc_log (log, HHC_LOG_ERROR, "%s: the export is read-only", uri);
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: the export is read-only", uri);
       nbd_dev_close (&n->dev);
       return EROFS;
     }
@@ -167,7 +167,7 @@ dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
   if (cf == -1)
     {
       int e = nbd_errno ();
-      hhc_log (log, HHC_LOG_ERROR, "%s: %s", uri, nbd_get_error ());
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: %s", uri, nbd_get_error ());
       nbd_dev_close (&n->dev);
       return e;
     }
@@ -178,28 +178,28 @@ dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
 }
 
 int
-dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+dev_open_nbd (const char *uri, hhc_msg_fn msgfn, struct hhc_dev **devp)
 {
-  return dev_open_nbd_bounded (uri, -1, log, devp);
+  return dev_open_nbd_bounded (uri, -1, msgfn, devp);
 }
 
 #else /* !HAVE_LIBNBD */
 
 int
-dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_msg_fn msgfn,
                       struct hhc_dev **devp)
 {
   (void)devp;
   (void)timeout_ms;
-  hhc_log (log, HHC_LOG_ERROR,
+  hhc_msg (msgfn, HHC_MSG_ERROR,
            "%s: NBD devices need libnbd, which this build does not have", uri);
   return ENOTSUP;
 }
 
 int
-dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp)
+dev_open_nbd (const char *uri, hhc_msg_fn msgfn, struct hhc_dev **devp)
 {
-  return dev_open_nbd_bounded (uri, -1, log, devp);
+  return dev_open_nbd_bounded (uri, -1, msgfn, devp);
 }
 
 #endif
@@ -225,19 +225,19 @@ dev_is_nbd_uri (const char *path)
 
 int
 dev_open_path (const char *path, uint64_t create_size, bool direct,
-               hhc_log_fn log, struct hhc_dev **devp)
+               hhc_msg_fn msgfn, struct hhc_dev **devp)
 {
   if (dev_is_nbd_uri (path))
-    return dev_open_nbd (path, log, devp);
-  return dev_open_file (path, create_size, direct, log, devp);
+    return dev_open_nbd (path, msgfn, devp);
+  return dev_open_file (path, create_size, direct, msgfn, devp);
 }
 
 int
-dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
+dev_open_readonly (const char *path, hhc_msg_fn msgfn, struct hhc_dev **devp,
                    bool *busy)
 {
   *busy = false;
   if (dev_is_nbd_uri (path))
-    return dev_open_nbd (path, log, devp);
-  return dev_open_file_readonly (path, log, devp, busy);
+    return dev_open_nbd (path, msgfn, devp);
+  return dev_open_file_readonly (path, msgfn, devp, busy);
 }

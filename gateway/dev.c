@@ -205,8 +205,8 @@ fd_size (int fd, uint64_t *size)
 
 /* Open (creating a missing file when create_size > 0). */
 static int
-open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
-           int *fdp, bool *created)
+open_path (const char *path, uint64_t create_size, bool direct,
+           hhc_msg_fn msgfn, int *fdp, bool *created)
 {
   int flags = O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0);
   int fd = open (path, flags);
@@ -218,7 +218,7 @@ open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
       if (fd >= 0 && ftruncate (fd, create_size) == -1)
         {
           int e = errno;
-          hhc_log (log, HHC_LOG_ERROR, "%s: cannot set size: %s", path,
+          hhc_msg (msgfn, HHC_MSG_ERROR, "%s: cannot set size: %s", path,
                    strerror (e));
           close (fd);
           unlink (path);
@@ -228,7 +228,7 @@ open_path (const char *path, uint64_t create_size, bool direct, hhc_log_fn log,
   if (fd == -1)
     {
       int e = errno;
-      hhc_log (log, HHC_LOG_ERROR, "%s: %s", path, strerror (e));
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: %s", path, strerror (e));
       return e;
     }
   *fdp = fd;
@@ -258,19 +258,19 @@ new_file_dev (const char *path, int fd, uint64_t size, bool direct,
 
 int
 dev_open_file (const char *path, uint64_t create_size, bool direct,
-               hhc_log_fn log, struct hhc_dev **devp)
+               hhc_msg_fn msgfn, struct hhc_dev **devp)
 {
   uint64_t size;
   bool created = false;
   int fd = -1, r;
 
-  r = open_path (path, create_size, direct, log, &fd, &created);
+  r = open_path (path, create_size, direct, msgfn, &fd, &created);
   if (r)
     return r;
   if (flock (fd, LOCK_EX | LOCK_NB) == -1)
     {
       r = errno == EWOULDBLOCK ? EBUSY : errno;
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "%s: device is locked: in use by another gateway", path);
       close (fd);
       return r;
@@ -278,14 +278,14 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
   r = fd_size (fd, &size);
   if (r)
     {
-      hhc_log (log, HHC_LOG_ERROR, "%s: not a regular file or block device",
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: not a regular file or block device",
                path);
       close (fd);
       return r;
     }
   if (create_size > 0 && size < create_size)
     {
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "%s: file is %" PRIu64 " bytes, smaller than the %" PRIu64
                " bytes given for it (cache-size= or log-size=)",
                path, size, create_size);
@@ -299,8 +299,8 @@ dev_open_file (const char *path, uint64_t create_size, bool direct,
 }
 
 int
-dev_open_file_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
-                        bool *busy)
+dev_open_file_readonly (const char *path, hhc_msg_fn msgfn,
+                        struct hhc_dev **devp, bool *busy)
 {
   uint64_t size;
   int fd, r;
@@ -310,13 +310,13 @@ dev_open_file_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
   if (fd == -1)
     {
       r = errno;
-      hhc_log (log, HHC_LOG_ERROR, "%s: %s", path, strerror (r));
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: %s", path, strerror (r));
       return r;
     }
   r = fd_size (fd, &size);
   if (r)
     {
-      hhc_log (log, HHC_LOG_ERROR, "%s: not a regular file or block device",
+      hhc_msg (msgfn, HHC_MSG_ERROR, "%s: not a regular file or block device",
                path);
       close (fd);
       return r;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hhc.h"
+#include "hhccore.h"
 
 struct hhc_dev;
 
@@ -44,29 +44,29 @@ void dev_discard (struct hhc_dev *d);
  * creates a missing regular file of that size.  direct: O_DIRECT.
  */
 int dev_open_file (const char *path, uint64_t create_size, bool direct,
-                   hhc_log_fn log, struct hhc_dev **devp);
+                   hhc_msg_fn msgfn, struct hhc_dev **devp);
 
 /* Open a regular file or block device read-only, to inspect it:
  * writes and syncs fail with EROFS.  It takes a shared flock if it can;
  * *busy: it cannot (a gateway has the device open; it is read anyway).
  */
-int dev_open_file_readonly (const char *path, hhc_log_fn log,
+int dev_open_file_readonly (const char *path, hhc_msg_fn msgfn,
                             struct hhc_dev **devp, bool *busy);
 /* The same for a path or an NBD URI (dev-nbd.c; an NBD URI opens as
  * dev_open_nbd does, *busy false).
  */
-int dev_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
-                       bool *busy);
+int dev_open_readonly (const char *path, hhc_msg_fn msgfn,
+                       struct hhc_dev **devp, bool *busy);
 
 /* An NBD URI (nbd://, nbd+unix://, nbds://...) through libnbd. */
-int dev_open_nbd (const char *uri, hhc_log_fn log, struct hhc_dev **devp);
+int dev_open_nbd (const char *uri, hhc_msg_fn msgfn, struct hhc_dev **devp);
 /* The same, giving up the connection after timeout_ms (-1: never). */
-int dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_log_fn log,
+int dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_msg_fn msgfn,
                           struct hhc_dev **devp);
 bool dev_is_nbd_uri (const char *path);
 /* A path or an NBD URI (create_size and direct apply to files). */
 int dev_open_path (const char *path, uint64_t create_size, bool direct,
-                   hhc_log_fn log, struct hhc_dev **devp);
+                   hhc_msg_fn msgfn, struct hhc_dev **devp);
 
 static inline int
 dev_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)

@@ -84,7 +84,7 @@ leave_wal (struct hhc_volume *vol)
       if (r == 0)
         {
           vol->wal_left = true;
-          hhc_log (vol->conf.log, HHC_LOG_WARNING,
+          hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                    "%s: no log mirror left: FLUSHes commit the cache and "
                    "write back every dirty block from now on",
                    vol->dev->name);

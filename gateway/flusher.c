@@ -356,8 +356,8 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
   if (b.nblocks == 0)
     goto out;
   if (err)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR, "write-back: reading the cache: %s",
-             strerror (err));
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+             "write-back: reading the cache: %s", strerror (err));
   /* Clean blocks are trusted after a crash in wb (cache.h), so no
    * persisted clean entry may describe older data than the backend
    * gets now: commit first, making durable the frees of the slots that
@@ -378,7 +378,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     {
       stat_add (&vol->stats.writeback_errors, 1);
       stat_add (&vol->stats.backend_errors, 1);
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "write-back of %u blocks: backend: %s (blocks stay dirty)",
                b.nblocks, strerror (err));
     }
@@ -558,7 +558,7 @@ write_stats (struct hhc_volume *vol, uint64_t *last)
     {
       int r = stats_write_file (vol->conf.stats_path, json);
       if (r)
-        hhc_log (vol->conf.log, HHC_LOG_ERROR, "stats: %s: %s",
+        hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR, "stats: %s: %s",
                  vol->conf.stats_path, strerror (r));
       free (json);
     }

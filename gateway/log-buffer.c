@@ -176,7 +176,7 @@ in_place_pos (struct hhc_log *log, const struct buf *b, uint32_t key,
 
   if (pos >= b->nblocks || b->keys[pos] != key || b->lbas[pos] != lba)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log: internal error: slot %" PRIu32 " (LBA %" PRIu64
                ") has entry %" PRIu32 " of %" PRIu32
                " in the current buffer, which is slot %" PRIu32

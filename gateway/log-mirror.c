@@ -153,7 +153,7 @@ log_fail_locked (struct hhc_log *log, const char *what, int err)
 {
   if (log->healthy == 0)
     return;
-  hhc_log (log->logfn, HHC_LOG_ERROR, "log: %s: %s; the log is no longer used",
+  hhc_msg (log->msgfn, HHC_MSG_ERROR, "log: %s: %s; the log is no longer used",
            what, strerror (err));
   for (unsigned i = 0; i < log->nm; i++)
     mark_failed_locked (log, &log->m[i], !log->stop);
@@ -174,7 +174,7 @@ mirror_failed (struct hhc_log *log, struct mirror *m, int err)
   pthread_cond_broadcast (&log->done_cv);
   pthread_cond_broadcast (&log->buf_cv);
   hhc_unlock (&log->lock);
-  hhc_log (log->logfn, HHC_LOG_ERROR,
+  hhc_msg (log->msgfn, HHC_MSG_ERROR,
            "log mirror %s failed: %s; it is no longer written (%u "
            "healthy mirror%s left)",
            m->dev->name, strerror (err), left, left == 1 ? "" : "s");
@@ -343,7 +343,7 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
     return ENOMEM;
   if ((r = dev_pread (m->dev, buf, 2 * LOG_SB_SIZE, 0)) != 0)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR, "log %s: reading superblock: %s",
+      hhc_msg (log->msgfn, HHC_MSG_ERROR, "log %s: reading superblock: %s",
                m->dev->name, strerror (r));
       return r;
     }
@@ -351,7 +351,7 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
   r = log_sb_decode_mirror (buf, out);
   if (r == EILSEQ)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s: superblock is corrupt (bad checksum or version)",
                m->dev->name);
       return EINVAL;
@@ -381,7 +381,7 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
 #define VOID_DIAL_MS 1000
 
 static void
-quiet_log (enum hhc_log_level level, const char *msg)
+quiet_msg (enum hhc_msg_level level, const char *msg)
 {
 }
 
@@ -429,7 +429,7 @@ void_mirror (struct mirror *m, const uint8_t luuid[16], const uint8_t cuuid[16],
   struct hhc_dev *d;
 
   if (r && dial && m->path && dev_is_nbd_uri (m->path)
-      && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_log, &d) == 0)
+      && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_msg, &d) == 0)
     {
       r = void_dev (d, luuid, cuuid);
       dev_close (d);
@@ -452,12 +452,12 @@ void_done (struct hhc_log *log, struct mirror *m, int r)
     m->void_warned = true;
   hhc_unlock (&log->lock);
   if (r == 0)
-    hhc_log (log->logfn, HHC_LOG_WARNING,
+    hhc_msg (log->msgfn, HHC_MSG_WARNING,
              "log mirror %s: voided (it failed earlier; nothing on it "
              "can be replayed now)",
              m->dev->name);
   else if (warn)
-    hhc_log (log->logfn, HHC_LOG_ERROR,
+    hhc_msg (log->msgfn, HHC_MSG_ERROR,
              "log mirror %s: cannot void it yet (%s): retrying; until "
              "then it holds a stale log, which a restart after the loss "
              "of the cache would replay",

@@ -94,7 +94,7 @@ check_sb_owner (struct hhc_log *log, struct mirror *m, const struct log_sb *sb)
       || sb->block_size != log->bs || idl != strlen (log->identity)
       || memcmp (sb->identity, log->identity, idl) != 0)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s belongs to another volume (identity \"%.*s\", %" PRIu64
                " bytes, block size %u; this volume is \"%s\", %" PRIu64
                " bytes, block size %u): use a blank log device",
@@ -120,7 +120,7 @@ open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
       m->dev = conf->test_devs[i];
       return 0;
     }
-  int r = dev_open_path (conf->paths[i], 0, false, conf->log, &m->dev);
+  int r = dev_open_path (conf->paths[i], 0, false, conf->msgfn, &m->dev);
   m->own = r == 0;
   return r;
 }
@@ -141,7 +141,7 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
   pthread_cond_init (&log->writer_cv, NULL);
   pthread_cond_init (&log->done_cv, NULL);
   pthread_cond_init (&log->buf_cv, NULL);
-  log->logfn = conf->log;
+  log->msgfn = conf->msgfn;
   log->ring_max = conf->ring_slots;
   log->bs = conf->block_size;
   log->volume_size = conf->volume_size;
@@ -155,7 +155,7 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
     return ENOMEM;
   if (conf->npaths == 0 || conf->npaths > LOG_MAX_MIRRORS)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR, "log= may be given 1 to %d times",
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log= may be given 1 to %d times",
                LOG_MAX_MIRRORS);
       return EINVAL;
     }
@@ -189,7 +189,7 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
       r = read_sb (log, m, &sb);
       if (r == ESTALE)
         {
-          hhc_log (log->logfn, HHC_LOG_INFO,
+          hhc_msg (log->msgfn, HHC_MSG_INFO,
                    "log %s was voided (it fell out of use in an earlier run): "
                    "it holds nothing to replay and is used as a blank device",
                    m->dev->name);
@@ -206,7 +206,7 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
         return r;
       if (*nvalid && memcmp (sb.log_uuid, good->log_uuid, 16) != 0)
         {
-          hhc_log (log->logfn, HHC_LOG_ERROR,
+          hhc_msg (log->msgfn, HHC_MSG_ERROR,
                    "log mirrors %s and %s belong to different logs: give "
                    "mirrors of one log, or blank devices",
                    log->m[0].dev->name, m->dev->name);
@@ -257,14 +257,14 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
     case LOG_SB_SOUND:
       return 0;
     case LOG_SB_BAD_HEAD_SEQ:
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log: superblock is corrupt (head sequence %" PRIu64 ")",
                log->hint_seq);
       return EINVAL;
     case LOG_SB_BAD_REGION:
       break;
     }
-  hhc_log (log->logfn, HHC_LOG_ERROR,
+  hhc_msg (log->msgfn, HHC_MSG_ERROR,
            "log %s: superblock is corrupt (region of %" PRIu64
            " bytes, head at %" PRIu64 ")",
            log->m[0].dev->name, log->region_size, log->hint_off);
@@ -295,7 +295,7 @@ open_buffers (struct hhc_log *log, unsigned nbuffers)
         || log->m[i].dev->size - LOG_REGION_OFF < log->region_size
         || log->hint_off >= log->region_size)
       {
-        hhc_log (log->logfn, HHC_LOG_ERROR,
+        hhc_msg (log->msgfn, HHC_MSG_ERROR,
                  "log %s: device is too small (%" PRIu64
                  " bytes; with segment-size=%u it needs at least %" PRIu64 ")",
                  log->m[i].dev->name, log->m[i].dev->size, log->segment_size,
@@ -325,12 +325,12 @@ open_format (struct hhc_log *log)
   if ((r = mirrors_io (log, &io)) != 0 || (r = write_sb (log)) != 0
       || log->healthy < log->nm)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR, "formatting the log failed");
+      hhc_msg (log->msgfn, HHC_MSG_ERROR, "formatting the log failed");
       return r ? r : EIO;
     }
   for (unsigned i = 0; i < log->nm; i++)
     log->m[i].blank = false;
-  hhc_log (log->logfn, HHC_LOG_INFO,
+  hhc_msg (log->msgfn, HHC_MSG_INFO,
            "log: formatted %u mirror%s, region of %" PRIu64 " bytes", log->nm,
            log->nm == 1 ? "" : "s", log->region_size);
   return 0;
@@ -384,7 +384,7 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
     return r;
   if (nvalid == 0 && conf->identity == NULL)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR,
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR,
                nvoid ? "%s: the log was voided (it fell out of use): it "
                        "holds nothing to recover"
                      : "%s: not an HHC log",
@@ -472,7 +472,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
         return r;
       if (!sb_of_cache (&sb, cache_uuid, log_uuid))
         {
-          hhc_log (log->logfn, HHC_LOG_ERROR,
+          hhc_msg (log->msgfn, HHC_MSG_ERROR,
                    "log %s belongs to another cache: give the log this "
                    "cache was used with in mode hhc",
                    m->dev->name);
@@ -490,7 +490,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   if (recorded > log->nm)
     {
       /* A mirror left out would still be replayed. */
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s had %u mirrors when last written, %u given: give "
                "every mirror of it as log=",
                log->m[0].dev->name, recorded, log->nm);
@@ -498,7 +498,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
     }
   if (nvalid + nvoid == 0)
     {
-      hhc_log (log->logfn, HHC_LOG_ERROR,
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s is blank, not the log this cache was used with in "
                "mode hhc: give that log's log=",
                log->m[0].dev->name);
@@ -520,10 +520,10 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
         && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid)) != 0)
-      hhc_log (conf->log, HHC_LOG_ERROR, "log %s: voiding it: %s",
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));
   if (r == 0 && void_it)
-    hhc_log (conf->log, HHC_LOG_INFO,
+    hhc_msg (conf->msgfn, HHC_MSG_INFO,
              "log: voided (retired): the cache is used without it from now "
              "on");
   free_log (log);

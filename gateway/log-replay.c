@@ -84,7 +84,7 @@ map_segment (struct hhc_log *log, struct mirror *m, const struct seg_info *si,
       uint64_t lba = log_seg_lba (hdr, j);
       if (lba >= nblocks)
         {
-          hhc_log (log->logfn, HHC_LOG_ERROR,
+          hhc_msg (log->msgfn, HHC_MSG_ERROR,
                    "log %s: segment %" PRIu64 " names block %" PRIu64
                    " beyond the volume: refusing to replay",
                    m->dev->name, si->seq, lba);
@@ -143,7 +143,7 @@ replay_map (struct hhc_log *log, struct mirror *m, const struct rplan *p,
   if (!map->lba || !map->off || !hdr)
     return ENOMEM;
   memset (map->lba, 0xff, map->cap * 8);
-  hhc_log (log->logfn, HHC_LOG_INFO,
+  hhc_msg (log->msgfn, HHC_MSG_INFO,
            "log replay: segments %" PRIu64 " to %" PRIu64 " from %s",
            log->scan.segs.ptr[p->first].seq, log->scan.segs.ptr[p->last].seq,
            m->dev->name);
@@ -167,7 +167,7 @@ log_replay (struct hhc_log *log,
   replay_plan (log, &p);
   if (p.last < 0)
     {
-      hhc_log (log->logfn, HHC_LOG_INFO,
+      hhc_msg (log->msgfn, HHC_MSG_INFO,
                "log replay: no complete barrier in the log, nothing to "
                "replay");
       return 0;
@@ -178,10 +178,10 @@ log_replay (struct hhc_log *log,
   if (r == 0)
     r = replay_blocks (log, m, &map, write, progress, opaque, &total);
   if (r == 0)
-    hhc_log (log->logfn, HHC_LOG_INFO,
+    hhc_msg (log->msgfn, HHC_MSG_INFO,
              "log replay: %" PRIu64 " blocks replayed", total);
   else
-    hhc_log (log->logfn, HHC_LOG_ERROR, "log replay failed: %s", strerror (r));
+    hhc_msg (log->msgfn, HHC_MSG_ERROR, "log replay failed: %s", strerror (r));
   free (map.lba);
   free (map.off);
   return r;

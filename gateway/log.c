@@ -67,7 +67,7 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
   if (repair || joined)
     {
       if (joined)
-        hhc_log (log->logfn, HHC_LOG_INFO,
+        hhc_msg (log->msgfn, HHC_MSG_INFO,
                  "log: a blank mirror joins the log; it is complete after "
                  "the first barrier of this run");
       if ((r = write_sb (log)) != 0)
@@ -330,7 +330,7 @@ log_rebase (struct hhc_log *log, const uint32_t *dirty_keys,
   if (r == 0)
     r = release_sb_hold (log);
   if (r)
-    hhc_log (log->logfn, HHC_LOG_ERROR,
+    hhc_msg (log->msgfn, HHC_MSG_ERROR,
              "log: writing the dirty blocks to the log at start-up: %s",
              strerror (r));
   return r;

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "log-format.h" /* the on-disk format: LOG_MAGIC, LOG_F_* ... */
 
 #define LOG_NONE 0xFFFFFFFFu
@@ -72,7 +72,7 @@ struct log_conf {
                           * take the volume the log records (offline) */
   uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
   unsigned nbuffers;     /* segment buffers (0: 4) */
-  hhc_log_fn log;
+  hhc_msg_fn msgfn;
   struct hhc_dev **test_devs; /* tests: devices instead of paths */
   uint32_t ring_slots;        /* tests: at most this many segments in
                                * memory (0: the default, log.c) */

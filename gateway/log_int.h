@@ -26,7 +26,7 @@
  *   lock       everything in memory but the mirrors' I/O state; never
  *              held during device I/O, and no other lock is taken
  *              while it is held.  The callbacks are called without
- *              it, but for the caller's message callback (hhc_log):
+ *              it, but for the caller's message callback (hhc_msg):
  *              log_fail_locked and in_place_pos call it with lock
  *              held
  * A mirror's m->mu (its worker thread and its job) is apart from
@@ -172,7 +172,7 @@ struct scan {
 };
 
 struct hhc_log {
-  hhc_log_fn logfn;
+  hhc_msg_fn msgfn;
   struct mirror m[LOG_MAX_MIRRORS];
   unsigned nm;
   uint32_t bs, max_blocks, segment_size;

@@ -46,7 +46,7 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
     .identity = vol->identity,
     .segment_size = vol->conf.segment_size,
     .nbuffers = vol->conf.log_buffers,
-    .log = vol->conf.log,
+    .msgfn = vol->conf.msgfn,
     .test_devs = vol->pre.logs,
     .ring_slots = vol->pre.log_ring_slots,
   };
@@ -99,7 +99,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
         {
           vol->log_lost = true;
           hhc_uuid_str (c->log_uuid, b);
-          hhc_log (vol->conf.log, HHC_LOG_WARNING,
+          hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                    "the log this cache was paired with (%s) is gone: "
                    "starting with a new log %s; every dirty block is "
                    "written to it before the first client request",
@@ -111,7 +111,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
     return 0;
   if (memcmp (c->log_uuid, luuid, 16) == 0)
     {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
                "log %s: a recovery into this cache was interrupted: "
                "replaying the log again",
                a);
@@ -119,7 +119,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
       return 0;
     }
   hhc_uuid_str (lcache, b);
-  hhc_log (vol->conf.log, HHC_LOG_ERROR,
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
            "log %s belongs to another cache (paired with cache %s): give "
            "the log written with this cache, or a blank log device",
            vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
@@ -149,7 +149,7 @@ logpair_check_retire (struct hhc_volume *vol)
     {
       if (!cache_log_paired (c))
         return 0;
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: the cache was used in mode hhc and its log may still "
                "hold older copies of its blocks, which a replay after the "
                "loss of this cache would write over what mode %s writes "
@@ -171,7 +171,7 @@ logpair_retire (struct hhc_volume *vol, void *bctx)
   int r = hhc_drain (vol, bctx);
 
   if (r)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "writing back dirty blocks before the log is voided: %s",
              strerror (r));
   if (r == 0)
@@ -227,7 +227,7 @@ logpair_retire_before_format (struct hhc_volume *vol)
     return 0;
   if (vol->conf.nlogs == 0)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: format=force over a cache used in mode hhc: its log "
                "would still be replayed after the loss of the new cache, "
                "over what mode %s writes back: give that log as log= (it "

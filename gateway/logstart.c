@@ -96,7 +96,7 @@ replay_progress (void *opaque, uint64_t done, uint64_t total)
   unsigned pct = total ? done * 100 / total : 100;
 
   if (pct / 10 != rc->last_pct / 10 || done == total)
-    hhc_log (rc->vol->conf.log, HHC_LOG_INFO,
+    hhc_msg (rc->vol->conf.msgfn, HHC_MSG_INFO,
              "log replay: %" PRIu64 " of %" PRIu64 " blocks (%u%%)", done,
              total, pct);
   rc->last_pct = pct;
@@ -134,7 +134,7 @@ replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
   int r = log_replay (vol->log, replay_write, replay_progress, rc);
 
   if (r == 0 && (r = vol->ops->flush (rc->bctx)) != 0)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "log replay: flushing the backend: %s", strerror (r));
   if (r == 0)
     vol->replay_pending = false;
@@ -157,13 +157,13 @@ redo_into_cache (struct hhc_volume *vol, struct replay_ctx *rc)
     r = vol->ops->flush (rc->bctx);
   if (r)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "log: redoing the last run's log into the cache: %s",
                strerror (r));
       return r;
     }
   if (vol->redone || rc->to_backend)
-    hhc_log (vol->conf.log, HHC_LOG_INFO,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
              "log: the last run did not stop cleanly: redid %" PRIu64
              " blocks into the cache, wrote %" PRIu64
              " to the backend (no free slot)",
@@ -183,15 +183,15 @@ make_room_for_rebase (struct hhc_volume *vol, void *bctx)
 
   if (log_rebase_fits (vol->log, vol->ndirty))
     return 0;
-  hhc_log (vol->conf.log, HHC_LOG_INFO,
+  hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
            "log: no room for the %" PRIu64
            " dirty blocks next to the last run's segments: writing "
            "them back first",
            vol->ndirty);
   if ((r = flusher_writeback_all (vol, bctx)) != 0
       || (r = vol->ops->flush (bctx)) != 0 || (r = log_discard (vol->log)))
-    hhc_log (vol->conf.log, HHC_LOG_ERROR, "log: writing back before start: %s",
-             strerror (r));
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+             "log: writing back before start: %s", strerror (r));
   return r;
 }
 
@@ -217,7 +217,7 @@ rebase_dirty (struct hhc_volume *vol)
   if (r == 0)
     {
       if (n)
-        hhc_log (vol->conf.log, HHC_LOG_INFO,
+        hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
                  "log: writing %zu dirty blocks to the log", n);
       r = log_rebase (vol->log, keys, lbas, n);
     }

@@ -42,7 +42,7 @@ log_dev_blank (struct hhc_dev *dev, bool *blank)
 }
 
 int
-offline_logset_open (struct offline_logset *ls, hhc_log_fn log,
+offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
                      unsigned *failed)
 {
   static const uint8_t zero[16];
@@ -65,7 +65,7 @@ offline_logset_open (struct offline_logset *ls, hhc_log_fn log,
     .paths = ls->paths,
     .npaths = ls->n,
     .block_size = 512,
-    .log = log,
+    .msgfn = msgfn,
     .test_devs = ls->devs,
   };
   return log_open (&lc, zero, &ls->log, &found);
@@ -90,7 +90,7 @@ offline_logset_close (struct offline_logset *ls)
 }
 
 int
-offline_log_open (const char *const *paths, unsigned n, hhc_log_fn log,
+offline_log_open (const char *const *paths, unsigned n, hhc_msg_fn msgfn,
                   struct hhc_log **logp)
 {
   static const uint8_t zero[16];
@@ -99,7 +99,7 @@ offline_log_open (const char *const *paths, unsigned n, hhc_log_fn log,
     .paths = paths,
     .npaths = n,
     .block_size = 512,
-    .log = log,
+    .msgfn = msgfn,
   };
 
   return log_open (&lc, zero, logp, &found);

@@ -18,16 +18,16 @@
 /* ---- devices ---- */
 
 int
-offline_open_readonly (const char *path, hhc_log_fn log, struct hhc_dev **devp,
-                       bool *busy)
+offline_open_readonly (const char *path, hhc_msg_fn msgfn,
+                       struct hhc_dev **devp, bool *busy)
 {
-  return dev_open_readonly (path, log, devp, busy);
+  return dev_open_readonly (path, msgfn, devp, busy);
 }
 
 int
-offline_open (const char *path, hhc_log_fn log, struct hhc_dev **devp)
+offline_open (const char *path, hhc_msg_fn msgfn, struct hhc_dev **devp)
 {
-  return dev_open_path (path, 0, false, log, devp);
+  return dev_open_path (path, 0, false, msgfn, devp);
 }
 
 uint64_t
@@ -210,10 +210,10 @@ take_super (struct offline_cache *cc, const struct hhc_cache *c)
 }
 
 int
-offline_cache_read (struct hhc_dev *dev, hhc_log_fn log,
+offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
                     struct offline_cache *cc)
 {
-  struct hhc_cache c = { .dev = dev, .log = log };
+  struct hhc_cache c = { .dev = dev, .msgfn = msgfn };
   struct entry *ents;
   size_t n;
   int r;

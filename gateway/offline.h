@@ -1,6 +1,6 @@
 /* Offline access to a gateway's devices: everything hhcctl's check,
  * format and recover need from the core, with no gateway running.
- * hhcctl includes this header and the public one (hhc.h) alone.
+ * hhcctl includes this header and the public one (hhccore.h) alone.
  *
  *   devices   offline.c      open read-only (check) or locked for
  *                            writing (format, recover), blank a head
@@ -17,7 +17,7 @@
  * Nothing here writes to a device but offline_blank and the replay
  * callback the caller gives; a device opened read-only fails every
  * write with EROFS.  Errors are returned as errno values; the core's
- * own messages go through the hhc_log_fn the caller gives.
+ * own messages go through the hhc_msg_fn the caller gives.
  */
 #ifndef HHC_OFFLINE_H
 #define HHC_OFFLINE_H
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "cache-format.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "log-format.h"
 
 struct hhc_dev;
@@ -44,12 +44,12 @@ struct hhc_log;
 /* Open a file, block device or NBD URI read-only (check); *busy: a
  * running gateway has it (it is read anyway).
  */
-int offline_open_readonly (const char *path, hhc_log_fn log,
+int offline_open_readonly (const char *path, hhc_msg_fn msgfn,
                            struct hhc_dev **devp, bool *busy);
 /* Open one for writing, locked as a gateway locks it (EBUSY while a
  * gateway runs on it).
  */
-int offline_open (const char *path, hhc_log_fn log, struct hhc_dev **devp);
+int offline_open (const char *path, hhc_msg_fn msgfn, struct hhc_dev **devp);
 /* Size in bytes. */
 uint64_t offline_size (const struct hhc_dev *dev);
 /* Write exactly len bytes at off; make completed writes durable. */
@@ -81,7 +81,7 @@ struct offline_cache {
  * written).  0 (cc->blank if it holds no cache), EINVAL (corrupt
  * superblock: logged) or an errno.
  */
-int offline_cache_read (struct hhc_dev *dev, hhc_log_fn log,
+int offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
                         struct offline_cache *cc);
 
 /* ---- the log (offline-log.c) ---- */
@@ -101,7 +101,7 @@ struct offline_logset {
  * stays blank, and if all are, no log is opened.  An error reading a
  * mirror is returned with *failed its index (else *failed is n).
  */
-int offline_logset_open (struct offline_logset *ls, hhc_log_fn log,
+int offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
                          unsigned *failed);
 /* Close the log (ls->log NULL after) ... */
 void offline_logset_close_log (struct offline_logset *ls);
@@ -111,7 +111,7 @@ void offline_logset_close (struct offline_logset *ls);
 /* Open the log on its mirrors' paths (recover: the volume the log
  * records; errors logged).
  */
-int offline_log_open (const char *const *paths, unsigned n, hhc_log_fn log,
+int offline_log_open (const char *const *paths, unsigned n, hhc_msg_fn msgfn,
                       struct hhc_log **logp);
 void offline_log_close (struct hhc_log *log);
 
@@ -183,7 +183,7 @@ int offline_log_replay (struct hhc_log *log,
                                           uint64_t total),
                         void *opaque);
 /* Blocks a replay would write (nothing is written; the log's info
- * message about a replay still goes to its hhc_log_fn).
+ * message about a replay still goes to its hhc_msg_fn).
  */
 int offline_log_count (struct hhc_log *log, uint64_t *n);
 

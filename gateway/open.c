@@ -22,21 +22,21 @@
 static int
 check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)
 {
-  hhc_log_fn log = conf->log;
+  hhc_msg_fn msgfn = conf->msgfn;
 
   if (conf->cache_path == NULL && (pre == NULL || pre->cache == NULL))
     {
-      hhc_log (log, HHC_LOG_ERROR, "cache= is required");
+      hhc_msg (msgfn, HHC_MSG_ERROR, "cache= is required");
       return EINVAL;
     }
   if (conf->mode == HHC_MODE_HHC && conf->nlogs == 0)
     {
-      hhc_log (log, HHC_LOG_ERROR, "mode=hhc needs at least one log=");
+      hhc_msg (msgfn, HHC_MSG_ERROR, "mode=hhc needs at least one log=");
       return EINVAL;
     }
   if (conf->nlogs > HHC_MAX_LOGS)
     {
-      hhc_log (log, HHC_LOG_ERROR, "log= may be given at most %d times",
+      hhc_msg (msgfn, HHC_MSG_ERROR, "log= may be given at most %d times",
                HHC_MAX_LOGS);
       return EINVAL;
     }
@@ -44,33 +44,33 @@ check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)
       && (!HHC_IS_POW2 (conf->segment_size) || conf->segment_size < 65536
           || conf->segment_size > 64 * 1024 * 1024))
     {
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "segment-size must be a power of two from 64K to 64M");
       return EINVAL;
     }
   if (conf->log_buffers == 1 || conf->log_buffers > 64)
     {
-      hhc_log (log, HHC_LOG_ERROR, "log-buffers must be from 2 to 64");
+      hhc_msg (msgfn, HHC_MSG_ERROR, "log-buffers must be from 2 to 64");
       return EINVAL;
     }
   if (conf->block_size
       && (!HHC_IS_POW2 (conf->block_size) || conf->block_size < 512
           || conf->block_size > 1048576))
     {
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "block-size must be a power of two from 512 to 1M");
       return EINVAL;
     }
   if (conf->direct && conf->block_size && conf->block_size < 4096)
     {
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "direct=true needs a block-size of at least 4K");
       return EINVAL;
     }
   if (conf->dirty_low > conf->dirty_high || conf->dirty_high > conf->dirty_max
       || conf->dirty_max > 100 || conf->dirty_max == 0)
     {
-      hhc_log (log, HHC_LOG_ERROR,
+      hhc_msg (msgfn, HHC_MSG_ERROR,
                "dirty-low <= dirty-high <= dirty-max <= 100 is required");
       return EINVAL;
     }
@@ -115,7 +115,7 @@ format_cache (struct hhc_volume *vol)
   c->volume_size = vol->info.size;
   if ((vol->info.size + c->block_size - 1) / c->block_size > HHC_MAX_BLOCKS)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "the volume has more than 2^34 blocks of %u bytes: use a "
                "larger block-size",
                c->block_size);
@@ -125,14 +125,15 @@ format_cache (struct hhc_volume *vol)
                       &c->npages, &c->meta_off, &c->data_off);
   if (r)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: device is too small for a cache of %u-byte blocks "
                "(%" PRIu64 " bytes)",
                vol->dev->name, c->block_size, vol->dev->size);
       return r;
     }
-  hhc_log (vol->conf.log, HHC_LOG_INFO, "%s: formatting: %u slots of %u bytes",
-           vol->dev->name, c->nslots, c->block_size);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
+           "%s: formatting: %u slots of %u bytes", vol->dev->name, c->nslots,
+           c->block_size);
   return cache_format (c, vol->identity);
 }
 
@@ -144,7 +145,7 @@ check_owner (struct hhc_volume *vol, const char *identity)
 
   if (strcmp (identity, vol->identity) != 0)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: cache belongs to another backend (identity \"%s\", "
                "this backend's is \"%s\"); use format=force to discard it",
                vol->dev->name, identity, vol->identity);
@@ -152,7 +153,7 @@ check_owner (struct hhc_volume *vol, const char *identity)
     }
   if (c->volume_size != vol->info.size)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: cache belongs to a backend of %" PRIu64
                " bytes, this backend has %" PRIu64
                " (identity mismatch); use format=force to discard it",
@@ -161,7 +162,7 @@ check_owner (struct hhc_volume *vol, const char *identity)
     }
   if (vol->conf.block_size && vol->conf.block_size != c->block_size)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: cache was formatted with block-size=%u, not %u",
                vol->dev->name, c->block_size, vol->conf.block_size);
       return EINVAL;
@@ -182,7 +183,7 @@ new_cache (struct hhc_volume *vol)
       /* Two backends of one size could then be swapped, and the cache
        * would serve one's blocks for the other's.
        */
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: the backend has no export description: set "
                "backend-id= to a name unique to this backend before the "
                "cache is formatted (or require-backend-id=false to tie it "
@@ -191,7 +192,7 @@ new_cache (struct hhc_volume *vol)
       return EINVAL;
     }
   if (*vol->identity == '\0')
-    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
              "the backend has no export description and backend-id= is "
              "not set: the cache is tied to the backend's size only");
   if (vol->conf.format == HHC_FORMAT_FORCE
@@ -203,7 +204,7 @@ new_cache (struct hhc_volume *vol)
       /* A log next to a new cache is replayed, which only mode hhc
        * does.
        */
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: the cache is new, so log= would have to be replayed "
                "first: start in mode hhc (mode=%s refused)",
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
@@ -232,7 +233,7 @@ open_cache (struct hhc_volume *vol)
     return new_cache (vol);
   if (r == ENOENT)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: not an HHC cache and format=never", vol->dev->name);
       return EINVAL;
     }
@@ -241,7 +242,7 @@ open_cache (struct hhc_volume *vol)
   if ((r = check_owner (vol, identity)) != 0)
     return r;
   if (*identity == '\0')
-    hhc_log (vol->conf.log, HHC_LOG_WARNING,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
              "%s: the cache is tied to the backend's size only (formatted "
              "with no backend-id= for a plugin with no export description)",
              vol->dev->name);
@@ -283,7 +284,7 @@ settle_after_load (struct hhc_volume *vol)
   if (state == CACHE_IN_USE_HHC && vol->conf.mode != HHC_MODE_HHC)
     {
       /* FLUSHes since its last checkpoint are in the log only. */
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "%s: the last run, in mode hhc with ssd-sync=checkpoint, did "
                "not stop cleanly and its log holds data this cache does "
                "not: start it in mode hhc with its log= first (mode=%s "
@@ -296,7 +297,7 @@ settle_after_load (struct hhc_volume *vol)
   if (vol->log)
     logpair_link (vol);
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "%s: the last run, with ssd-sync=checkpoint, did not stop "
              "cleanly and its log is gone: what FLUSHes covered since the "
              "cache's last commit is lost",
@@ -304,7 +305,7 @@ settle_after_load (struct hhc_volume *vol)
   if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
                "%s: the cache was not closed cleanly after a run in pt or "
                "wt mode: dropped %u clean blocks, kept %" PRIu64
                " dirty blocks",
@@ -393,12 +394,12 @@ hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep)
     return ENOMEM;
   pre->owned = true;
   r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                     conf->log, &pre->cache);
+                     conf->msgfn, &pre->cache);
   /* The log devices too (so that a missing or locked one is reported
    * at once).
    */
   for (unsigned i = 0; r == 0 && i < conf->nlogs; i++)
-    r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->log,
+    r = dev_open_path (conf->log_paths[i], conf->log_size, false, conf->msgfn,
                        &pre->logs[i]);
   if (r)
     discard_preopened (pre);
@@ -472,17 +473,17 @@ open_device (struct hhc_volume *vol)
 
   if (vol->dev == NULL
       && (r = dev_open_path (conf->cache_path, conf->cache_size, conf->direct,
-                             conf->log, &vol->dev))
+                             conf->msgfn, &vol->dev))
              != 0)
     return r;
   vol->cache.dev = vol->dev;
-  vol->cache.log = conf->log;
+  vol->cache.msgfn = conf->msgfn;
   if ((r = open_cache (vol)) != 0)
     return r;
   vol->bs = vol->cache.block_size;
   if (conf->direct && vol->bs < 4096)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR,
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR,
                "%s: direct=true needs a block-size of at least 4K (the "
                "cache has %u)",
                vol->dev->name, vol->bs);
@@ -491,7 +492,7 @@ open_device (struct hhc_volume *vol)
   vol->nblocks = (vol->info.size + vol->bs - 1) / vol->bs;
   if (vol->nblocks > HHC_MAX_BLOCKS)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR,
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR,
                "volume has more than 2^34 blocks: use a larger block-size");
       return EINVAL;
     }
@@ -529,7 +530,7 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
 
   if (r == 0 && info->size == 0)
     {
-      hhc_log (conf->log, HHC_LOG_ERROR, "the backend is empty (size 0)");
+      hhc_msg (conf->msgfn, HHC_MSG_ERROR, "the backend is empty (size 0)");
       r = EINVAL;
     }
   if (r)
@@ -544,7 +545,7 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
       free_volume (vol, true);
       return r;
     }
-  hhc_log (conf->log, HHC_LOG_INFO,
+  hhc_msg (conf->msgfn, HHC_MSG_INFO,
            "%s: %u slots of %u bytes, %" PRIu64 " dirty, %u free, mode %s",
            vol->dev->name, vol->cache.nslots, vol->bs, vol->ndirty,
            vol->cache.nfree, hhc_mode_to_string (conf->mode));
@@ -561,12 +562,12 @@ hhc_start (struct hhc_volume *vol, void *bctx)
     return r;
   if (!hhc_mode_is_wb (vol->conf.mode) && vol->ndirty > 0)
     {
-      hhc_log (vol->conf.log, HHC_LOG_INFO,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
                "mode %s: writing back %" PRIu64 " dirty blocks first",
                hhc_mode_to_string (vol->conf.mode), vol->ndirty);
       if ((r = hhc_drain (vol, bctx)) != 0)
         {
-          hhc_log (vol->conf.log, HHC_LOG_ERROR,
+          hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                    "writing back dirty blocks: %s", strerror (r));
           return r;
         }
@@ -577,7 +578,7 @@ hhc_start (struct hhc_volume *vol, void *bctx)
    */
   if (vol->loaded_state != CACHE_CLOSED && (r = vol->ops->flush (bctx)) != 0)
     {
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "flushing the backend after an unclean stop: %s", strerror (r));
       return r;
     }
@@ -623,7 +624,7 @@ hhc_close (struct hhc_volume *vol)
   if (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE))
     {
       be_ok = false;
-      hhc_log (vol->conf.log, HHC_LOG_ERROR,
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "close: a backend flush failed during this run: the cache "
                "stays marked in use");
     }
@@ -631,7 +632,7 @@ hhc_close (struct hhc_volume *vol)
   if (r == 0 && be_ok)
     r = cache_write_state (&vol->cache, CACHE_CLOSED);
   if (r2)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR,
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "close: flushing the backend: %s (the cache stays marked "
              "in use)",
              strerror (r2));

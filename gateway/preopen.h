@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 
 struct hhc_preopened {
   /* Used instead of opening conf->cache_path (NULL: open it). */

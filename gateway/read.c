@@ -160,7 +160,7 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
   lru_touch (&vol->lru, s);
   r = cache_read_slot (&vol->cache, s, buf, off, len);
   if (r)
-    hhc_log (vol->conf.log, HHC_LOG_ERROR, "%s: reading slot %u: %s",
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR, "%s: reading slot %u: %s",
              vol->dev->name, s, strerror (r));
 
   hhc_lock (&st->lock);

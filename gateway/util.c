@@ -7,7 +7,7 @@
 #include "common.h"
 
 void
-hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, va_list ap)
+hhc_msgv (hhc_msg_fn fn, enum hhc_msg_level level, const char *fmt, va_list ap)
 {
   char msg[1024];
 
@@ -18,12 +18,12 @@ hhc_logv (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, va_list ap)
 }
 
 void
-hhc_log (hhc_log_fn fn, enum hhc_log_level level, const char *fmt, ...)
+hhc_msg (hhc_msg_fn fn, enum hhc_msg_level level, const char *fmt, ...)
 {
   va_list ap;
 
   va_start (ap, fmt);
-  hhc_logv (fn, level, fmt, ap);
+  hhc_msgv (fn, level, fmt, ap);
   va_end (ap);
 }
 

@@ -56,7 +56,7 @@
 #include "common.h"
 #include "dev.h"
 #include "flusher.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "index.h"
 #include "log.h"
 #include "lru.h"

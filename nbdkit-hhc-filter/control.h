@@ -2,7 +2,7 @@
 #ifndef HHC_FILTER_CONTROL_H
 #define HHC_FILTER_CONTROL_H
 
-#include "hhc.h"
+#include "hhccore.h"
 
 /* Remember the socket's path (.config); -1 after nbdkit_error. */
 int control_set_path (const char *path);

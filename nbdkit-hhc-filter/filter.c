@@ -22,7 +22,7 @@
 
 #include "control.h"
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "next-backend.h"
 #include "params.h"
 
@@ -34,20 +34,20 @@ static struct hhc_volume *vol;
 static nbdkit_next *bg_next; /* background context (flusher) */
 
 static void
-core_log (enum hhc_log_level level, const char *msg)
+core_msg (enum hhc_msg_level level, const char *msg)
 {
   switch (level)
     {
-    case HHC_LOG_ERROR:
+    case HHC_MSG_ERROR:
       nbdkit_error ("hhc: %s", msg);
       break;
-    case HHC_LOG_WARNING:
+    case HHC_MSG_WARNING:
       nbdkit_error ("hhc: warning: %s", msg);
       break;
-    case HHC_LOG_INFO:
+    case HHC_MSG_INFO:
       nbdkit_debug ("hhc: %s", msg);
       break;
-    case HHC_LOG_DEBUG:
+    case HHC_MSG_DEBUG:
       if (hhc_debug_verbose)
         nbdkit_debug ("hhc: %s", msg);
       break;
@@ -57,7 +57,7 @@ core_log (enum hhc_log_level level, const char *msg)
 static void
 filter_load (void)
 {
-  params_init (core_log);
+  params_init (core_msg);
 }
 
 static void

@@ -6,7 +6,7 @@
 
 #include <nbdkit-filter.h>
 
-#include "hhc.h"
+#include "hhccore.h"
 
 /* Serialise every call to the plugin (set before any I/O when the
  * plugin's thread model is not parallel).

@@ -16,7 +16,7 @@
 
 #include "control.h"
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "params.h"
 #include "parse.h"
 
@@ -25,10 +25,10 @@ static char *cache_path, *stats_path, *backend_id;
 static bool mode_set; /* mode= given */
 
 void
-params_init (hhc_log_fn log)
+params_init (hhc_msg_fn msgfn)
 {
   hhc_conf_init (&params_conf);
-  params_conf.log = log;
+  params_conf.msgfn = msgfn;
 }
 
 void

@@ -2,13 +2,13 @@
 #ifndef HHC_FILTER_PARAMS_H
 #define HHC_FILTER_PARAMS_H
 
-#include "hhc.h"
+#include "hhccore.h"
 
 /* The core's configuration the parameters fill. */
 extern struct hhc_conf params_conf;
 
 /* Defaults, with the core's messages going to log. */
-void params_init (hhc_log_fn log);
+void params_init (hhc_msg_fn msgfn);
 void params_free (void);
 
 /* One key=value: 0, -1 (an error was printed), or 1: not one of ours

@@ -27,7 +27,7 @@
 #include "cache-format.h"
 #include "common.h"
 #include "fuzz.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "preopen.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -102,7 +102,7 @@ open_volume (struct hhc_dev *dev, enum hhc_mode mode, const char *identity,
    * and parsed (a gateway loads one; only formatting one is refused).
    */
   conf.allow_no_identity = true;
-  conf.log = fuzz_log;
+  conf.msgfn = fuzz_log;
   /* Write-back in this thread (as the filter over a serialized
    * plugin): three threads started per batch cost more than the rest
    * of an input, and the stub backend has no latency to overlap.

@@ -124,7 +124,7 @@ open_log (struct hhc_dev **devs, unsigned ndevs, const char *identity,
     .volume_size = volume_size,
     .identity = identity,
     .segment_size = FUZZ_LOG_SEGMENT,
-    .log = fuzz_log,
+    .msgfn = fuzz_log,
     .test_devs = devs,
   };
   struct hhc_log *log;

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "log-format.h"
 
 #define FUZZ_CACHE_DEV (1024 * 1024) /* bytes of the cache device */
@@ -66,7 +66,7 @@ uint64_t fuzzdev_used (struct hhc_dev *d);
 void fuzzdev_free (struct hhc_dev *d);
 
 /* Log messages to stderr if $FUZZ_VERBOSE is set, else drop them. */
-void fuzz_log (enum hhc_log_level level, const char *msg);
+void fuzz_log (enum hhc_msg_level level, const char *msg);
 
 /* Recompute the checksums of a cache device image of len bytes (what
  * flags ask for).  Returns the offset past the last byte changed (0:

@@ -219,7 +219,7 @@ fuzzdev_free (struct hhc_dev *d)
 }
 
 void
-fuzz_log (enum hhc_log_level level, const char *msg)
+fuzz_log (enum hhc_msg_level level, const char *msg)
 {
   static int verbose = -1;
 

@@ -21,7 +21,7 @@
 #include "cache.h"
 #include "common.h"
 #include "fuzz.h"
-#include "hhc.h"
+#include "hhccore.h"
 #include "log.h"
 #include "preopen.h"
 
@@ -37,9 +37,9 @@ die (const char *what)
 }
 
 static void
-quiet (enum hhc_log_level level, const char *msg)
+quiet (enum hhc_msg_level level, const char *msg)
 {
-  if (level >= HHC_LOG_WARNING)
+  if (level >= HHC_MSG_WARNING)
     fprintf (stderr, "mkseeds: %s\n", msg);
 }
 
@@ -122,7 +122,7 @@ cache_open (struct hhc_dev *dev, uint32_t bs)
 
   hhc_conf_init (&conf);
   conf.block_size = bs;
-  conf.log = quiet;
+  conf.msgfn = quiet;
   if (hhc_open (&conf, &pre, &be_ops, &info, &vol) != 0)
     die ("hhc_open");
   return vol;
@@ -246,7 +246,7 @@ log_open1 (struct hhc_dev *dev, const uint8_t cache_uuid[16])
     .volume_size = VOL_SIZE,
     .identity = "fuzz-volume",
     .segment_size = FUZZ_LOG_SEGMENT,
-    .log = quiet,
+    .msgfn = quiet,
     .test_devs = devs,
   };
   struct log_callbacks cb = { NULL, relog, pressure, NULL };

@@ -424,7 +424,7 @@ env_init (struct env *e, uint64_t nblocks, uint32_t nslots, unsigned nlogs,
   tdev_new (&e->ssd, test_cache_dev_size (nslots, BS), NULL, "ssd");
   hhc_conf_init (&e->conf);
   e->conf.mode = HHC_MODE_HHC;
-  e->conf.log = test_log;
+  e->conf.msgfn = test_msg;
   e->pre.cache = e->ssd.pd;
   e->conf.segment_size = SEG;
   e->conf.writeback_threads = 2;

@@ -1228,19 +1228,19 @@ pattern_decode (const void *sector, uint64_t *lba, uint32_t *sector_idx,
 static uint64_t log_errors;
 
 void
-test_log (enum hhc_log_level level, const char *msg)
+test_msg (enum hhc_msg_level level, const char *msg)
 {
   static int verbose = -1;
 
-  if (level == HHC_LOG_ERROR)
+  if (level == HHC_MSG_ERROR)
     __atomic_fetch_add (&log_errors, 1, __ATOMIC_RELAXED);
   if (__atomic_load_n (&verbose, __ATOMIC_RELAXED) < 0)
     __atomic_store_n (&verbose, getenv ("HHC_TEST_VERBOSE") != NULL,
                       __ATOMIC_RELAXED);
   if (__atomic_load_n (&verbose, __ATOMIC_RELAXED))
     fprintf (stderr, "hhc[%s]: %s\n",
-             level == HHC_LOG_ERROR  ? "error"
-             : level == HHC_LOG_INFO ? "info"
+             level == HHC_MSG_ERROR  ? "error"
+             : level == HHC_MSG_INFO ? "info"
                                      : "debug",
              msg);
 }

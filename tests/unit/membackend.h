@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "dev.h"
-#include "hhc.h"
+#include "hhccore.h"
 
 /* ---- membackend ---- */
 
@@ -214,7 +214,7 @@ int pattern_decode (const void *sector, uint64_t *lba, uint32_t *sector_idx,
 /* Logging callback: silent unless HHC_TEST_VERBOSE is set; counts
  * error messages.
  */
-void test_log (enum hhc_log_level level, const char *msg);
+void test_msg (enum hhc_msg_level level, const char *msg);
 uint64_t test_log_errors (void);
 
 /* Size of a crash device that holds exactly nslots slots of bs. */

@@ -72,7 +72,7 @@ env_init (struct env *e, uint32_t nslots, uint64_t backend_size, bool pattern)
   e->info = membackend_info (e->mb, 0, "membackend:test");
   hhc_conf_init (&e->conf);
   e->pre.cache = e->hdev;
-  e->conf.log = test_log;
+  e->conf.msgfn = test_msg;
   e->conf.mode = HHC_MODE_WB;
 }
 
@@ -639,7 +639,7 @@ test_too_small (void **state)
       assert_int_equal (crashdev_create (sizes[i], &d), 0);
       hhc_conf_init (&conf);
       pre.cache = d;
-      conf.log = test_log;
+      conf.msgfn = test_msg;
       assert_int_equal (hhc_open (&conf, &pre, &membackend_ops, &info, &vol),
                         ENOSPC);
       assert_null (vol);
@@ -651,7 +651,7 @@ test_too_small (void **state)
       crashdev_create (test_cache_dev_size (CACHE_MIN_SLOTS, BS), &d), 0);
   hhc_conf_init (&conf);
   pre.cache = d;
-  conf.log = test_log;
+  conf.msgfn = test_msg;
   assert_int_equal (hhc_open (&conf, &pre, &membackend_ops, &info, &vol), 0);
   assert_int_equal (vol->cache.nslots, CACHE_MIN_SLOTS);
   assert_int_equal (hhc_close (vol), 0);
@@ -1381,7 +1381,7 @@ test_ram_per_block (void **state)
   hhc_conf_init (&conf);
   conf.cache_path = path;
   conf.cache_size = UINT64_C (1) << 30; /* sparse file */
-  conf.log = test_log;
+  conf.msgfn = test_msg;
   assert_int_equal (hhc_open (&conf, NULL, &membackend_ops, &info, &vol), 0);
   per = hhc_ram_per_block (vol);
   printf ("RAM per cached block: %.2f bytes (%u slots of %u bytes)\n", per,

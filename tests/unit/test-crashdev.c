@@ -594,7 +594,7 @@ one_run (uint64_t seed, struct totals *t)
   r.info = membackend_info (r.mb, 16384, "membackend:crash");
   hhc_conf_init (&r.conf);
   r.pre.cache = r.hdev;
-  r.conf.log = test_log;
+  r.conf.msgfn = test_msg;
   r.conf.mode = HHC_MODE_WB;
   r.conf.writeback_threads = 2;
   assert_int_equal (

@@ -53,7 +53,7 @@ env_init (struct env *e, uint32_t nslots, uint64_t backend_size,
   e->info = membackend_info (e->mb, preferred, "membackend:flusher");
   hhc_conf_init (&e->conf);
   e->pre.cache = e->hdev;
-  e->conf.log = test_log;
+  e->conf.msgfn = test_msg;
 }
 
 static void
@@ -446,7 +446,7 @@ test_drain (void **state)
   env_free (&e);
 }
 
-/* hhc.h: drain writes back every dirty block "and flushes the
+/* hhccore.h: drain writes back every dirty block "and flushes the
  * backend" (what hhcctl drain promises: afterwards the backend alone
  * holds the volume durably).  A zero passed down to the backend and
  * not flushed yet must be durable after a drain too, even when no

@@ -564,7 +564,7 @@ run_conf (struct run *r, uint64_t seed)
    * three, from the seed so that the draws below stay as they were.
    */
   r->conf.wal = seed % 3 != 0;
-  r->conf.log = test_log;
+  r->conf.msgfn = test_msg;
   r->conf.nlogs = r->nlogs;
   r->conf.segment_size = SEG;
   r->conf.log_buffers = 2 + test_rand_below (&r->rng, 3);

@@ -188,7 +188,7 @@ nlog_open_log (struct nlog *t, const char *identity, enum log_found *found)
     .identity = identity,
     .segment_size = SEG,
     .nbuffers = 2,
-    .log = test_log,
+    .msgfn = test_msg,
     .test_devs = &t->hd,
   };
   struct hhc_log *log = NULL;

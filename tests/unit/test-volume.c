@@ -47,7 +47,7 @@ env_init (struct env *e, enum hhc_mode mode, uint32_t nslots,
   e->info = membackend_info (e->mb, 0, "membackend:volume");
   hhc_conf_init (&e->conf);
   e->pre.cache = e->cdev;
-  e->conf.log = test_log;
+  e->conf.msgfn = test_msg;
   e->conf.mode = mode;
 }
 

@@ -2,13 +2,13 @@
  *
  * One handle (struct hhc_volume) per cached volume.  The core never
  * includes nbdkit headers: the caller hands it a backend (an ops table
- * plus an opaque context per call) and a logging callback.
+ * plus an opaque context per call) and a message callback.
  *
  * Every function returns 0 on success or a positive errno value.
- * Messages go through conf->log.
+ * Messages go through conf->msgfn.
  */
-#ifndef HHC_H
-#define HHC_H
+#ifndef HHCCORE_H
+#define HHCCORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,15 +46,17 @@ int hhc_format_from_string (const char *s, enum hhc_format *f);
 
 #define HHC_MAX_LOGS 8 /* log mirrors */
 
-/* Log levels for the logging callback. */
-enum hhc_log_level {
-  HHC_LOG_DEBUG,
-  HHC_LOG_INFO,
-  HHC_LOG_WARNING,
-  HHC_LOG_ERROR
+/* Levels of the message callback: messages for the operator (the HDD
+ * log is another thing: struct hhc_log, log.h).
+ */
+enum hhc_msg_level {
+  HHC_MSG_DEBUG,
+  HHC_MSG_INFO,
+  HHC_MSG_WARNING,
+  HHC_MSG_ERROR
 };
 
-typedef void (*hhc_log_fn) (enum hhc_log_level level, const char *msg);
+typedef void (*hhc_msg_fn) (enum hhc_msg_level level, const char *msg);
 
 /* The backend below the cache.  Each call gets the context the caller
  * passes for it (the filter passes the connection's nbdkit_next, the
@@ -118,7 +120,7 @@ struct hhc_conf {
    * the default): a FLUSH also commits the SSD.
    */
   bool wal;
-  hhc_log_fn log; /* required */
+  hhc_msg_fn msgfn; /* required */
 };
 
 /* Set every field to its default. */
@@ -230,4 +232,4 @@ double hhc_ram_per_block (struct hhc_volume *vol);
 }
 #endif
 
-#endif /* HHC_H */
+#endif /* HHCCORE_H */
