@@ -18,7 +18,9 @@
 
 #include <jansson.h>
 
-#include "common.h"
+#include "arith.h"
+#include "cleanup.h"
+#include "vector.h"
 #include "config-scan.h"
 #include "gwconfig.h"
 

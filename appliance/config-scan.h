@@ -13,7 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common.h"
+#include "cleanup.h"
+#include "vector.h"
 
 #define NO_NODE ((size_t)-1)
 

@@ -20,10 +20,7 @@
 #include "../common/uuid.h"
 #include "hhccore.h"
 
-#define HHC_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define HHC_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define HHC_IS_POW2(x) ((x) != 0 && ((x) & ((x)-1)) == 0)
-#define HHC_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
+#include "../common/arith.h"
 
 /* Abort on a failed pthread call: a failed lock is a bug, not an
  * error to report.  common/lock.h's hhc_lock_fail under the core's
@@ -36,35 +33,7 @@ hhc_pthread_fail (const char *what, int r)
   hhc_lock_fail (what, r);
 }
 
-/* Type-safe growable array: HHC_VECTOR (name, type) defines
- * struct name { type *ptr; size_t len, cap; } and name_append,
- * name_reset.
- */
-#define HHC_VECTOR(name, type)                                                 \
-  struct name {                                                                \
-    type *ptr;                                                                 \
-    size_t len, cap;                                                           \
-  };                                                                           \
-  static inline int name##_append (struct name *v, type elem)                  \
-  {                                                                            \
-    if (v->len == v->cap)                                                      \
-      {                                                                        \
-        size_t ncap = v->cap ? v->cap * 2 : 16;                                \
-        type *n = realloc (v->ptr, ncap * sizeof (type));                      \
-        if (n == NULL)                                                         \
-          return ENOMEM;                                                       \
-        v->ptr = n;                                                            \
-        v->cap = ncap;                                                         \
-      }                                                                        \
-    v->ptr[v->len++] = elem;                                                   \
-    return 0;                                                                  \
-  }                                                                            \
-  static inline void name##_reset (struct name *v)                             \
-  {                                                                            \
-    free (v->ptr);                                                             \
-    v->ptr = NULL;                                                             \
-    v->len = v->cap = 0;                                                       \
-  }
+#include "../common/vector.h"
 
 /* Logging through the caller's callback. */
 void hhc_msgv (hhc_msg_fn fn, enum hhc_msg_level level, const char *fmt,

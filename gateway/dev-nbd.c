@@ -223,6 +223,12 @@ dev_is_nbd_uri (const char *path)
          || strncmp (path, "nbd+vsock://", 12) == 0;
 }
 
+bool
+hhc_is_nbd_uri (const char *path)
+{
+  return dev_is_nbd_uri (path);
+}
+
 int
 dev_open_path (const char *path, uint64_t create_size, bool direct,
                hhc_msg_fn msgfn, struct hhc_dev **devp)

@@ -147,6 +147,11 @@ struct hhc_preopened;
  */
 int hhc_preopen (const struct hhc_conf *conf, struct hhc_preopened **prep);
 
+/* Whether a device path is an NBD URI (nbd://, nbd+unix://, nbds://,
+ * ...), which the core opens through libnbd, rather than a file name.
+ */
+bool hhc_is_nbd_uri (const char *path);
+
 /* Open (format or load) the cache for this backend.  Checks the cache
  * belongs to the backend, locks the device, rebuilds the index.  The
  * volume does no background work until hhc_start.  pre: hhc_preopen's

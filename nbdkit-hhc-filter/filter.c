@@ -21,7 +21,6 @@
 #include <nbdkit-filter.h>
 
 #include "control.h"
-#include "dev.h"
 #include "hhccore.h"
 #include "next-backend.h"
 #include "params.h"

@@ -15,7 +15,6 @@
 #include <nbdkit-filter.h>
 
 #include "control.h"
-#include "dev.h"
 #include "hhccore.h"
 #include "params.h"
 #include "parse.h"
@@ -103,7 +102,7 @@ set_path (char **dst, const char *value)
 {
   char cwd[4096];
 
-  if (value[0] == '/' || dev_is_nbd_uri (value) || value[0] == '\0')
+  if (value[0] == '/' || hhc_is_nbd_uri (value) || value[0] == '\0')
     return set_string (dst, value);
   if (getcwd (cwd, sizeof cwd) == NULL)
     {
