@@ -16,6 +16,7 @@
 
 /* By path: every user of the core's headers gets them without a -I. */
 #include "../common/cleanup.h"
+#include "../common/le.h"
 #include "../common/lock.h"
 #include "../common/uuid.h"
 #include "hhccore.h"
@@ -51,35 +52,31 @@ uint64_t hhc_now_ns (void);
 /* Allocate a zeroed buffer aligned to 4096 (for O_DIRECT). */
 void *hhc_alloc_aligned (size_t size);
 
-/* Little-endian fields of the on-disk formats. */
+/* Little-endian fields of the on-disk formats: common/le.h's, under
+ * the short names the codecs use.
+ */
 static inline uint32_t
 get32 (const void *p)
 {
-  uint32_t v;
-  memcpy (&v, p, 4);
-  return le32toh (v);
+  return le32_load (p);
 }
 
 static inline uint64_t
 get64 (const void *p)
 {
-  uint64_t v;
-  memcpy (&v, p, 8);
-  return le64toh (v);
+  return le64_load (p);
 }
 
 static inline void
 put32 (void *p, uint32_t v)
 {
-  v = htole32 (v);
-  memcpy (p, &v, 4);
+  le32_store (p, v);
 }
 
 static inline void
 put64 (void *p, uint64_t v)
 {
-  v = htole64 (v);
-  memcpy (p, &v, 8);
+  le64_store (p, v);
 }
 
 /* A random (version 4) UUID: common/uuid.h's, under the core's name. */
