@@ -17,7 +17,7 @@
 #include "config-int.h"
 #include "parse.h"
 
-/* The filter's tuning parameters (nbdkit-hhc-filter/hhc.c .config). */
+/* The filter's tuning parameters (nbdkit-hhc-filter/params.c). */
 enum tuning_kind { T_SIZE, T_UINT, T_RATIO, T_FORMAT, T_BOOL, T_SSDSYNC };
 
 struct tuning_key {
