@@ -115,9 +115,9 @@ open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
   if (conf->paths && conf->paths[i]
       && (m->path = strdup (conf->paths[i])) == NULL)
     return ENOMEM;
-  if (conf->test_devs && conf->test_devs[i])
+  if (conf->devs && conf->devs[i])
     {
-      m->dev = conf->test_devs[i];
+      m->dev = conf->devs[i];
       return 0;
     }
   int r = dev_open_path (conf->paths[i], 0, false, conf->msgfn, &m->dev);

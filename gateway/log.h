@@ -73,8 +73,11 @@ struct log_conf {
   uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
   unsigned nbuffers;     /* segment buffers (0: 4) */
   hhc_msg_fn msgfn;
-  struct hhc_dev **test_devs; /* tests: devices instead of paths */
-  uint32_t ring_slots;        /* tests: at most this many segments in
+  /* Devices opened already, used instead of the paths (hhc_preopen's,
+   * hhcctl's read-only ones, a test's); NULL: open the paths.
+   */
+  struct hhc_dev **devs;
+  uint32_t ring_slots; /* tests: at most this many segments in
                                * memory (0: the default, log.c) */
 };
 

@@ -47,7 +47,7 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
     .segment_size = vol->conf.segment_size,
     .nbuffers = vol->conf.log_buffers,
     .msgfn = vol->conf.msgfn,
-    .test_devs = vol->pre.logs,
+    .devs = vol->pre.logs,
     .ring_slots = vol->pre.log_ring_slots,
   };
 }

@@ -66,7 +66,7 @@ offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
     .npaths = ls->n,
     .block_size = 512,
     .msgfn = msgfn,
-    .test_devs = ls->devs,
+    .devs = ls->devs,
   };
   return log_open (&lc, zero, &ls->log, &found);
 }

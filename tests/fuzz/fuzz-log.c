@@ -125,7 +125,7 @@ open_log (struct hhc_dev **devs, unsigned ndevs, const char *identity,
     .identity = identity,
     .segment_size = FUZZ_LOG_SEGMENT,
     .msgfn = fuzz_log,
-    .test_devs = devs,
+    .devs = devs,
   };
   struct hhc_log *log;
 

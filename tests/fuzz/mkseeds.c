@@ -247,7 +247,7 @@ log_open1 (struct hhc_dev *dev, const uint8_t cache_uuid[16])
     .identity = "fuzz-volume",
     .segment_size = FUZZ_LOG_SEGMENT,
     .msgfn = quiet,
-    .test_devs = devs,
+    .devs = devs,
   };
   struct log_callbacks cb = { NULL, relog, pressure, NULL };
   struct hhc_log *log;

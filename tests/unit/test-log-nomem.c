@@ -189,7 +189,7 @@ nlog_open_log (struct nlog *t, const char *identity, enum log_found *found)
     .segment_size = SEG,
     .nbuffers = 2,
     .msgfn = test_msg,
-    .test_devs = &t->hd,
+    .devs = &t->hd,
   };
   struct hhc_log *log = NULL;
 
