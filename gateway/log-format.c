@@ -121,7 +121,7 @@ log_sb_decode (const void *buf, struct log_sb *sb)
   memcpy (sb->identity, p + SB_IDENTITY,
           HHC_MIN (sb->identity_len, (uint32_t)LOG_IDENTITY_MAX));
   sb->mirrors = get32 (p + SB_MIRRORS);
-  if (!crc_ok || sb->version != LOG_VERSION)
+  if (!crc_ok || sb->version < LOG_VERSION_MIN || sb->version > LOG_VERSION)
     return EILSEQ;
   return 0;
 }
@@ -234,7 +234,8 @@ log_seg_decode (const void *buf, struct log_seg_hdr *h)
     h->checksum |= (uint64_t)get32 (p + SEG_CHECKSUM_HI) << 32;
   h->prev_checksum = get32 (p + SEG_PREV);
   if (hl < LOG_ALIGN || hl % LOG_ALIGN
-      || hl < log_seg_hdr_len (h->nblocks, h->nrevokes))
+      || hl < log_seg_hdr_len (h->nblocks, h->nrevokes)
+      || (h->flags & ~LOG_F_KNOWN) != 0)
     return EILSEQ;
   return 0;
 }

@@ -58,7 +58,16 @@
 #define LOG_MAGIC "HHCLOG01"
 #define LOG_VOID_MAGIC "HHCVOID1"
 #define LOG_SEG_MAGIC "HHCSEG01"
-#define LOG_VERSION 1
+/* The superblock's version: what this build writes, and the oldest it
+ * reads.  2: segments may be checksummed with XXH3 (LOG_F_XXH3), which
+ * a build that writes 1 cannot read (its scan would stop at the first
+ * such segment, silently, and it would then write over the log), so it
+ * refuses a superblock of 2 as corrupt instead.  A log of 1 is
+ * rewritten as 2 by log_start before its first segment.  A format
+ * change that an earlier build would misread bumps the version.
+ */
+#define LOG_VERSION 2
+#define LOG_VERSION_MIN 1
 #define LOG_SB_SIZE 4096     /* one superblock copy; B is at LOG_SB_SIZE */
 #define LOG_ALIGN 4096       /* segments and headers: multiples of this */
 #define LOG_REGION_OFF 65536 /* where the circular region starts */
@@ -85,6 +94,10 @@
  * (80 and 88).  Every segment written now has it (and not LOG_F_SUM).
  */
 #define LOG_F_XXH3 8u
+/* Every flag this build knows: a header with another is not a segment
+ * it can read (a newer format bumps LOG_VERSION as well).
+ */
+#define LOG_F_KNOWN (LOG_F_BARRIER | LOG_F_WRAP | LOG_F_SUM | LOG_F_XXH3)
 
 /* ---- superblock ---- */
 
@@ -200,7 +213,8 @@ void log_seg_set_prev (void *hdr, uint32_t prev);
 
 /* Decode the header in buf (at least LOG_HDR_FIXED bytes) into *h.
  * Returns 0; ENOENT: not a segment header (magic); EILSEQ: the header
- * length is impossible for its counts (*h filled all the same).  Where
+ * length is impossible for its counts, or a flag is not one of
+ * LOG_F_KNOWN (*h filled all the same).  Where
  * the segment is and which log it is of is the caller's to check
  * (seq, seg_id, log_uuid), and whether it fits: log_seg_fits.
  */

@@ -214,6 +214,8 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
         }
       if (*nvalid == 0 || sb.generation > good->generation)
         *good = sb;
+      if (sb.version < LOG_VERSION)
+        log->old_version = true; /* rewritten by log_start */
       ++*nvalid;
     }
   return 0;

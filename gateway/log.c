@@ -64,7 +64,11 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
     joined |= log->m[i].blank;
   memcpy (log->cache_uuid, cache_uuid, 16);
   continue_chain (log);
-  if (repair || joined)
+  /* A superblock of an earlier version is rewritten before the first
+   * segment of this run: a build that wrote it then refuses the log
+   * (LOG_VERSION) rather than misread its segments.
+   */
+  if (repair || joined || log->old_version)
     {
       if (joined)
         hhc_msg (log->msgfn, HHC_MSG_INFO,
@@ -72,6 +76,7 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
                  "the first barrier of this run");
       if ((r = write_sb (log)) != 0)
         return r;
+      log->old_version = false;
     }
   for (unsigned i = 0; i < log->nm; i++)
     log->m[i].blank = false;

@@ -7,7 +7,7 @@
 # A gateway in mode hhc (one log mirror) takes writes and stops
 # cleanly; each case starts again from those devices, with the log's
 # superblock copies changed:
-#   version    every copy with the log's magic gets version 2 and a
+#   version    every copy with the log's magic gets version 3 (newer than this build) and a
 #              right crc32c: the gateway refuses the log (corrupt
 #              superblock), and check exits 1 saying so.
 #   void       a void superblock over one copy, the other still valid
@@ -61,7 +61,7 @@ def crc32c(b):
 def seal(c):
     struct.pack_into("<I", c, 4092, crc32c(bytes(c[:4092])))
 def generation(c):
-    ok = (c[:8] == b"HHCLOG01" and struct.unpack_from("<I", c, 8)[0] == 1
+    ok = (c[:8] == b"HHCLOG01" and struct.unpack_from("<I", c, 8)[0] in (1, 2)
           and crc32c(bytes(c[:4092])) == struct.unpack_from("<I", c, 4092)[0])
     return struct.unpack_from("<Q", c, 88)[0] if ok else -1
 with open(path, "r+b") as f:
@@ -79,7 +79,7 @@ with open(path, "r+b") as f:
     if how == "version":
         for c in cs:
             if c[:8] == b"HHCLOG01":
-                struct.pack_into("<I", c, 8, 2)
+                struct.pack_into("<I", c, 8, 3)
                 seal(c)
     elif how == "void":
         cs[newer] = void
@@ -132,7 +132,7 @@ serves ()
 
 prepare version
 check
-[ "$st" -eq 1 ] || fail "check with log version 2: exit $st, not 1"
+[ "$st" -eq 1 ] || fail "check with log version 3: exit $st, not 1"
 expect_in_output 'superblock is corrupt \(bad checksum or version\)'
 expect_in_output '^check: [0-9]+ problems? found'
 st=0
@@ -142,7 +142,7 @@ cat "$d/refused.err"
 if [ "$st" -eq 0 ] || [ "$st" -eq 124 ] ||
    ! grep -q 'superblock is corrupt (bad checksum or version)' \
      "$d/refused.err"; then
-  fail "the gateway did not refuse log version 2 ($st)"
+  fail "the gateway did not refuse log version 3 ($st)"
 fi
 
 # --- void: a void copy wins; blank to both -------------------------------

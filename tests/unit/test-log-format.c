@@ -179,6 +179,18 @@ test_sb_rejects (void **state)
   log_sb_encode (&sb, buf);
   assert_int_equal (log_sb_decode (buf, &d), EILSEQ);
   assert_int_equal (d.version, LOG_VERSION + 1);
+  sb.version = LOG_VERSION_MIN - 1;
+  log_sb_encode (&sb, buf);
+  assert_int_equal (log_sb_decode (buf, &d), EILSEQ);
+  /* Every version from LOG_VERSION_MIN is read (1: earlier builds'). */
+  for (uint32_t v = LOG_VERSION_MIN; v <= LOG_VERSION; v++)
+    {
+      sb.version = v;
+      log_sb_encode (&sb, buf);
+      assert_int_equal (log_sb_decode (buf, &d), 0);
+      assert_int_equal (d.version, v);
+    }
+  assert_int_equal (LOG_VERSION, 2);
   /* A void superblock torn: as if there were none. */
   log_sb_encode_void (sb.log_uuid, sb.cache_uuid, buf);
   buf[20] ^= 1;
@@ -366,6 +378,11 @@ test_seg_rejects (void **state)
   log_seg_encode (&h, lbas, NULL, buf);
   buf[7] ^= 1;
   assert_int_equal (log_seg_decode (buf, &d), ENOENT);
+  /* A flag this build does not know: not a segment it can read. */
+  sample_seg (&h, 4, 0);
+  h.flags |= 16;
+  log_seg_encode (&h, lbas, NULL, buf);
+  assert_int_equal (log_seg_decode (buf, &d), EILSEQ);
   /* Header lengths no segment has. */
   static const uint32_t bad_len[]
       = { 0, 512, LOG_ALIGN + 8, 3 * LOG_ALIGN / 2 };

@@ -225,6 +225,50 @@ test_lost_log (void **state)
   env_free (&e);
 }
 
+/* A superblock as earlier builds wrote it (version 1). */
+static void
+old_version (struct log_sb *sb)
+{
+  sb->version = 1;
+}
+
+/* A log whose superblocks are of version 1 (an earlier build's, whose
+ * segments are segsum or crc32c: test-log-replay torn_tail reads those)
+ * replays after the loss of the SSD, and this run's start writes
+ * version 2 before its first segment, so that an earlier build refuses
+ * the log instead of misreading its XXH3 segments.
+ */
+static void
+test_old_version (void **state)
+{
+  unsigned char saved[2 * LOG_SB_SIZE], buf[2 * LOG_SB_SIZE];
+  struct log_sb sb;
+  struct env e;
+
+  env_init (&e, 64, 128, 1, LOG_REGION_OFF + 512 * KiB);
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  for (uint64_t l = 0; l < 8; l++)
+    env_write (&e, l, 70 + l, false);
+  env_flush (&e);
+  env_close (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  edit_sbs (e.logs[0].pd, saved, old_version);
+  assert_int_equal (dev_pread (e.logs[0].pd, buf, sizeof buf, 0), 0);
+  assert_int_equal (log_sb_decode_mirror (buf, &sb), 0);
+  assert_int_equal (sb.version, 1);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < 8; l++)
+    assert_true (backend_has (&e, l, 70 + l));
+  assert_int_equal (dev_pread (e.logs[0].pd, buf, sizeof buf, 0), 0);
+  assert_int_equal (log_sb_decode_mirror (buf, &sb), 0);
+  assert_int_equal (sb.version, LOG_VERSION);
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
 /* ---- a cut during the start-up re-log ---- */
 
 #define RB_BLOCKS 64
@@ -375,9 +419,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_refusals),
-    cmocka_unit_test (test_lost_log),
-    cmocka_unit_test (test_rebase_cut),
+    cmocka_unit_test (test_refusals),     cmocka_unit_test (test_lost_log),
+    cmocka_unit_test (test_old_version),  cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_rebase_tight),
   };
   test_filter_from_env ();
