@@ -130,7 +130,7 @@ count_up (size_t *up, size_t *total, bool *front)
         ++*total;
         *up += vols[i].state == V_RUNNING;
       }
-  return *up == *total && front_serving;
+  return *up == *total && *front;
 }
 
 /* STATUS= if it changed, READY=1 the first time everything serves. */
