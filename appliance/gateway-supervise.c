@@ -273,7 +273,9 @@ start_all (void)
 /* ------------------------------------------------------------------ */
 /* Stopping. */
 
-/* A drain may outlast WatchdogSec: each progress line pings. */
+/* A drain may outlast WatchdogSec: its progress lines (several a
+ * second) ping the watchdog.
+ */
 static void
 drain_progress (void *opaque, uint64_t dirty)
 {
