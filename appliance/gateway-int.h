@@ -6,6 +6,8 @@
  *   gateway-spawn.c      nbdkit command lines (secrets through pipes)
  *   gateway-reload.c     SIGHUP: apply a new configuration
  *   gateway-status.c     the status document (HTTP threads)
+ *   gateway-notify.c     sd_notify: READY, RELOADING, STOPPING, STATUS,
+ *                        WATCHDOG (nothing without NOTIFY_SOCKET)
  *
  * Only the main thread changes anything; `lock` protects vols, nvols
  * and every struct vol's fields, which the HTTP threads read.
@@ -50,7 +52,8 @@ extern uint64_t start_ms; /* when serving began (now_ms) */
 extern pthread_mutex_t lock;
 extern struct vol *vols;
 extern size_t nvols;
-extern bool stopping; /* SIGTERM or SIGINT: nothing is restarted */
+extern bool stopping;      /* SIGTERM or SIGINT: nothing is restarted */
+extern bool front_serving; /* the front nbdkit accepts connections */
 
 /* ---- gateway-supervise.c ---- */
 
@@ -101,5 +104,28 @@ void reload (void);
 
 /* The status document (gw_status_fn, HTTP threads; lock not held). */
 char *status_json (void *opaque);
+
+/* ---- gateway-notify.c ---- */
+
+/* Main thread; lock not held (they take it to read the volumes).
+ * Each does nothing unless NOTIFY_SOCKET is set and libsystemd is
+ * built in.
+ */
+
+/* Whether to notify; the watchdog interval (sd_watchdog_enabled). */
+void notify_init (void);
+/* STATUS= when it changed, READY=1 the first time every volume and
+ * the front serve, WATCHDOG=1 when due; `wait` shortened to the next
+ * ping.
+ */
+int notify_tick (int wait);
+/* WATCHDOG=1 if due (also during long waits, such as drains). */
+void notify_watchdog (void);
+/* RELOADING=1 with MONOTONIC_USEC: SIGHUP starts a reload. */
+void notify_reloading (void);
+/* READY=1: the reload is applied (if the first READY=1 went out). */
+void notify_reloaded (void);
+/* STOPPING=1: the drain and stop begin. */
+void notify_stopping (void);
 
 #endif /* HHC_APPLIANCE_GATEWAY_INT_H */

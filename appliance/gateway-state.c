@@ -19,6 +19,7 @@ pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 struct vol *vols;
 size_t nvols;
 bool stopping;
+bool front_serving;
 
 const char *
 vstate_to_string (enum vstate s)

@@ -6,6 +6,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +43,37 @@ socket_serves (const char *path)
     return false;
   ok = connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0;
   close (fd);
+  return ok;
+}
+
+/* Whether the front accepts a connection now: its Unix socket, or a
+ * TCP connect to listen.address:port (0.0.0.0 and :: reach the local
+ * host).
+ */
+static bool
+front_accepts (void)
+{
+  struct addrinfo hints
+      = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+  struct addrinfo *res;
+  char port[8];
+  bool ok = false;
+
+  if (cfg.listen_socket)
+    return socket_serves (cfg.listen_socket);
+  snprintf (port, sizeof port, "%u", cfg.listen_port);
+  if (getaddrinfo (cfg.listen_address, port, &hints, &res) != 0)
+    return false;
+  for (struct addrinfo *a = res; a && !ok; a = a->ai_next)
+    {
+      int fd = socket (a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                       a->ai_protocol);
+      if (fd == -1)
+        continue;
+      ok = connect (fd, a->ai_addr, a->ai_addrlen) == 0;
+      close (fd);
+    }
+  freeaddrinfo (res);
   return ok;
 }
 
@@ -117,6 +149,7 @@ reaped (pid_t pid, int st)
   if (pid == front_pid)
     {
       front_pid = 0;
+      front_serving = false;
       if (stopping)
         return;
       front_backoff_ms = now - front_started_ms > cfg.restart_max_ms
@@ -160,6 +193,27 @@ reaped (pid_t pid, int st)
     }
 }
 
+/* The front's part of tick: started when due, noticed serving. */
+static int
+tick_front (uint64_t now, int wait)
+{
+  if (front_pid == 0 && !stopping)
+    {
+      if (now >= front_restart_at_ms)
+        start_front ();
+      else
+        wait = MIN (wait, (int)(front_restart_at_ms - now));
+    }
+  if (front_pid > 0 && !front_serving)
+    {
+      if (front_accepts ())
+        front_serving = true;
+      else
+        wait = MIN (wait, 100);
+    }
+  return wait;
+}
+
 int
 tick (void)
 {
@@ -193,14 +247,7 @@ tick (void)
             wait = MIN (wait, 100);
         }
     }
-  if (front_pid == 0 && !stopping)
-    {
-      if (now >= front_restart_at_ms)
-        start_front ();
-      else
-        wait = MIN (wait, (int)(front_restart_at_ms - now));
-    }
-  return wait;
+  return tick_front (now, wait);
 }
 
 int
@@ -226,6 +273,17 @@ start_all (void)
 /* ------------------------------------------------------------------ */
 /* Stopping. */
 
+/* A drain may outlast WatchdogSec: its progress lines (several a
+ * second) ping the watchdog.
+ */
+static void
+drain_progress (void *opaque, uint64_t dirty)
+{
+  (void)opaque;
+  (void)dirty;
+  notify_watchdog ();
+}
+
 void
 drain_volume (const struct vol *vl)
 {
@@ -233,7 +291,7 @@ drain_volume (const struct vol *vl)
   char err[256];
 
   msg ("volume %s: draining", vl->v->name);
-  if (control_drain (ctl, NULL, NULL, err, sizeof err) == 0)
+  if (control_drain (ctl, drain_progress, NULL, err, sizeof err) == 0)
     msg ("volume %s: drained", vl->v->name);
   else
     msg ("volume %s: drain: %s", vl->v->name, err);

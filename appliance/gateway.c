@@ -21,6 +21,11 @@
  *                         restarted, the rest left running; an invalid
  *                         config changes nothing.
  *
+ * Under systemd (Type=notify) it says READY=1 once every volume and
+ * the front serve, RELOADING=1 and READY=1 around a reload,
+ * STOPPING=1, a STATUS= line and the watchdog pings
+ * (appliance/gateway-notify.c).
+ *
  * Secrets (S3 keys, CHAP password) are read from their files at each
  * start and passed to nbdkit through pipes (key=-FD), never on a
  * command line.  Status and metrics go out over HTTP (appliance/
@@ -142,6 +147,7 @@ supervise (int sfd)
       pthread_mutex_lock (&lock);
       int wait = tick ();
       pthread_mutex_unlock (&lock);
+      wait = notify_tick (wait);
       struct pollfd p = { .fd = sfd, .events = POLLIN };
       if (poll (&p, 1, wait) <= 0)
         continue;
@@ -158,7 +164,11 @@ supervise (int sfd)
           pthread_mutex_unlock (&lock);
         }
       else if (si.ssi_signo == SIGHUP)
-        reload ();
+        {
+          notify_reloading ();
+          reload ();
+          notify_reloaded ();
+        }
       else
         break;
     }
@@ -175,6 +185,7 @@ serve (void)
   if ((sfd = signals_fd ()) == -1)
     return -1;
   start_ms = now_ms ();
+  notify_init ();
   pthread_mutex_lock (&lock);
   r = start_all ();
   pthread_mutex_unlock (&lock);
@@ -188,6 +199,7 @@ serve (void)
 #endif
   supervise (sfd);
   msg ("stopping");
+  notify_stopping ();
 #ifdef HAVE_LIBMICROHTTPD
   gw_httpd_stop (httpd);
 #endif
