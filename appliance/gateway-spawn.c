@@ -271,7 +271,9 @@ front_args (struct argv *v)
   arg (v, "map=%s", map);
 }
 
-/* Fork and exec v; the child keeps only v's pipes of its own. */
+/* Fork and exec v; the child keeps only v's pipes of its own, and no
+ * systemd notify or watchdog variables.
+ */
 static pid_t
 spawn (struct argv *v, const char *what)
 {
@@ -287,6 +289,10 @@ spawn (struct argv *v, const char *what)
     {
       sigemptyset (&none);
       sigprocmask (SIG_SETMASK, &none, NULL);
+      /* systemd's notify socket is the daemon's, not its children's. */
+      unsetenv ("NOTIFY_SOCKET");
+      unsetenv ("WATCHDOG_USEC");
+      unsetenv ("WATCHDOG_PID");
       execvp (v->a[0], v->a);
       fprintf (stderr, "hhc-gateway: %s: %s: %m\n", what, v->a[0]);
       _exit (127);
