@@ -106,8 +106,8 @@ leave_wal (struct hhc_volume *vol)
  * persist_head), and a restart after a crash redoes the log into the
  * cache (logstart.c).
  */
-int
-hhc_flush (struct hhc_volume *vol, void *bctx)
+static int
+flush_run (struct hhc_volume *vol, void *bctx)
 {
   uint64_t t0 = hhc_now_ns ();
   struct log_ticket ticket = { 0 };
@@ -149,6 +149,19 @@ hhc_flush (struct hhc_volume *vol, void *bctx)
     r = EIO; /* the flusher's backend flush failed meanwhile */
   stat_add (&vol->stats.flushes, 1);
   hist_add (&vol->stats.flush_lat, (hhc_now_ns () - t0) / 1000);
+  return r;
+}
+
+/* Every FLUSH that returns an error counts (a client's, a FUA write's, a
+ * drain's), the sticky ones too.
+ */
+int
+hhc_flush (struct hhc_volume *vol, void *bctx)
+{
+  int r = flush_run (vol, bctx);
+
+  if (r)
+    stat_add (&vol->stats.flush_errors, 1);
   return r;
 }
 

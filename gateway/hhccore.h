@@ -220,7 +220,7 @@ struct hhc_counts {
   uint64_t slots, free, clean, dirty;
   uint64_t read_hits, read_misses, write_hits, write_misses;
   uint64_t evictions, writeback_blocks, writeback_errors;
-  uint64_t flushes;
+  uint64_t flushes, flush_errors; /* FLUSHes; those that failed */
   /* The HDD log (zero without one). */
   uint64_t log_segments, log_barriers, log_syncs, log_blocks, log_revokes;
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;

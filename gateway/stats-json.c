@@ -30,6 +30,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
   c->writeback_blocks = stat_get (&s->writeback_blocks);
   c->writeback_errors = stat_get (&s->writeback_errors);
   c->flushes = stat_get (&s->flushes);
+  c->flush_errors = stat_get (&s->flush_errors);
   if (vol->log)
     {
       struct log_stats ls;
@@ -160,6 +161,7 @@ hhc_stats_json (struct hhc_volume *vol)
   json_object_set_new (o, "log_fallbacks",
                        json_integer (stat_get (&s->log_fallbacks)));
   json_object_set_new (o, "flushes", json_integer (c.flushes));
+  json_object_set_new (o, "flush_errors", json_integer (c.flush_errors));
   json_object_set_new (o, "flush_latency_us", lat);
   json_object_set_new (o, "flush_latency_buckets", hist_json (&s->flush_lat));
   json_object_set_new (o, "ram_bytes_per_block",

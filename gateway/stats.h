@@ -18,6 +18,7 @@ struct hhc_stats {
   uint64_t writeback_blocks, writeback_errors, writeback_retries;
   uint64_t backend_errors;
   uint64_t flushes;
+  uint64_t flush_errors; /* FLUSHes that returned an error */
   uint64_t stalls;
   uint64_t log_fallbacks; /* FLUSHes done as wbflush: no log mirror left */
   struct hhc_hist flush_lat;

@@ -757,6 +757,27 @@ test_concurrent_writers (void **state)
 #define X (5 * BS)
 #define Y (9 * BS)
 
+static uint64_t
+flush_errors (struct hhc_volume *vol)
+{
+  struct hhc_counts c;
+
+  hhc_get_counts (vol, &c);
+  return c.flush_errors;
+}
+
+/* The stats document contains needle. */
+static void
+stats_has (struct hhc_volume *vol, const char *needle)
+{
+  char *j = hhc_stats_json (vol);
+
+  assert_non_null (j);
+  if (strstr (j, needle) == NULL)
+    fail_msg ("the stats lack %s:\n%s", needle, j);
+  free (j);
+}
+
 /* pt, wt: write x=A, FLUSH; write x=B while the backend's flushes
  * fail; FLUSH fails; the backend heals; FLUSH must still fail.  Close
  * and reopen: x reads A (the backend's), not B from the cache.
@@ -774,9 +795,11 @@ sticky_write (enum hhc_mode mode)
   env_open (&e);
   assert_int_equal (hhc_write (e.vol, e.mb, a, BS, X, false), 0);
   assert_int_equal (hhc_flush (e.vol, e.mb), 0);
+  assert_int_equal (flush_errors (e.vol), 0);
   membackend_fail_all (e.mb, MB_OP_FLUSH, true);
   assert_int_equal (hhc_write (e.vol, e.mb, b, BS, X, false), 0);
   assert_int_equal (hhc_flush (e.vol, e.mb), EIO);
+  assert_int_equal (flush_errors (e.vol), 1);
   membackend_fail_all (e.mb, MB_OP_FLUSH, false);
   /* The test's premise: the backend forgot B. */
   assert_int_equal (membackend_cmp (e.mb, false, a, BS, X), 0);
@@ -785,6 +808,10 @@ sticky_write (enum hhc_mode mode)
               "(the backend dropped the write of B)",
               hhc_mode_to_string (mode));
   assert_int_equal (hhc_flush (e.vol, e.mb), EIO);
+  /* The sticky failures count too, and the stats say why. */
+  assert_int_equal (flush_errors (e.vol), 3);
+  stats_has (e.vol, "\"flush_errors\": 3");
+  stats_has (e.vol, "\"backend_flush_failed\": true");
 
   (void)hhc_close (e.vol); /* may report the failure */
   e.vol = NULL;
