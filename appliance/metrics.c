@@ -22,6 +22,7 @@
  *   hhc_gateway_*           the daemon (no labels)
  *   hhc_volume_*            the supervisor's view of a volume
  *   stat_families[]         one gauge or counter per stats key
+ *                           (a boolean key: 1 or 0)
  *   hhc_log_mirror_healthy  one sample per log mirror
  *   hhc_flush_latency_seconds  histogram of flush_latency_buckets
  *
@@ -128,7 +129,8 @@ family_type_to_string (enum family_type t)
 }
 
 /* A family read from each volume's stats: hhc_NAME{volume} = the
- * stats key KEY ("log.KEY": the key of the stats' "log" object).
+ * stats key KEY ("log.KEY": the key of the stats' "log" object), a
+ * number or a boolean (1 or 0).
  */
 struct stat_family {
   const char *name;
@@ -177,6 +179,11 @@ static const struct stat_family stat_families[] = {
     "Flushes made durable by writing back, no log mirror being left." },
   { "flushes_total", COUNTER, "flushes",
     "NBD flushes (write barriers) completed." },
+  { "flush_errors_total", COUNTER, "flush_errors",
+    "NBD flushes that returned an error." },
+  { "backend_flush_failed", GAUGE, "backend_flush_failed",
+    "1 once a backend flush failed with pass-downs unflushed: every flush "
+    "fails until the volume is reopened." },
   { "log_used_bytes", GAUGE, "log.used_bytes", "Bytes of the HDD log in use." },
   { "log_region_bytes", GAUGE, "log.region_bytes",
     "Size of the HDD log's region." },
@@ -239,11 +246,13 @@ put_series (FILE *f, const char *name, const char *vol)
   put_label (f, true, "volume", vol);
 }
 
-/* " VALUE\n" of a JSON number. */
+/* " VALUE\n" of a JSON number or boolean (1, 0). */
 static void
 put_value (FILE *f, const json_t *v)
 {
-  if (json_is_integer (v))
+  if (json_is_boolean (v))
+    fprintf (f, " %d\n", json_is_true (v));
+  else if (json_is_integer (v))
     fprintf (f, " %" JSON_INTEGER_FORMAT "\n", json_integer_value (v));
   else
     fprintf (f, " %.15g\n", json_number_value (v));
@@ -354,7 +363,8 @@ put_stat_family (FILE *f, const json_t *vols, const struct stat_family *fam)
   json_array_foreach (vols, i, v)
   {
     const json_t *val = stat_value (v, fam->key);
-    if (vol_name (v) == NULL || !json_is_number (val))
+    if (vol_name (v) == NULL
+        || !(json_is_number (val) || json_is_boolean (val)))
       continue;
     put_series (f, fam->name, vol_name (v));
     fputc ('}', f);

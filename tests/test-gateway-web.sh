@@ -33,7 +33,8 @@ cat >"$tmp/status.json" <<'EOF'
        "bytes_written": 536870912, "evictions": 12,
        "writeback_blocks": 5000, "writeback_backlog": 3384,
        "writeback_errors": 0, "writeback_retries": 1, "backend_errors": 0,
-       "stalls": 0, "log_fallbacks": 0, "flushes": 70,
+       "stalls": 0, "log_fallbacks": 0, "flushes": 70, "flush_errors": 2,
+       "backend_flush_failed": true,
        "flush_latency_us": {"p50": 127, "p99": 1023, "p999": 2047},
        "flush_latency_buckets": [[3, 0], [7, 0], [15, 0], [31, 1],
          [63, 5], [127, 40], [255, 52], [511, 60], [1023, 69],
@@ -92,7 +93,9 @@ for line in 'hhc_volume_up{volume="vm1"} 1' \
             'hhc_cache_dirty_slots{volume="odd \"vol\" <3>"} 950' \
             'hhc_log_mirror_healthy{volume="vm1",mirror="/var/lib/hhc/log2.img"} 0' \
             'hhc_flush_latency_seconds_bucket{volume="vm1",le="0.000127"} 40' \
-            'hhc_flush_latency_seconds_count{volume="vm1"} 70'; do
+            'hhc_flush_latency_seconds_count{volume="vm1"} 70' \
+            'hhc_flush_errors_total{volume="vm1"} 2' \
+            'hhc_backend_flush_failed{volume="vm1"} 1'; do
   grep -qxF "$line" "$tmp/metrics" || fail "/metrics lacks: $line"
 done
 

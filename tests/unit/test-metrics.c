@@ -36,7 +36,8 @@ static const char sample[]
       "    \"evictions\": 0, \"writeback_blocks\": 5,"
       "    \"writeback_backlog\": 50, \"writeback_errors\": 0,"
       "    \"writeback_retries\": 0, \"backend_errors\": 0, \"stalls\": 0,"
-      "    \"log_fallbacks\": 0, \"flushes\": 7,"
+      "    \"log_fallbacks\": 0, \"flushes\": 7, \"flush_errors\": 2,"
+      "    \"backend_flush_failed\": true,"
       "    \"flush_latency_us\": {\"p50\": 100, \"p99\": 900, \"p999\": 1500},"
       "    \"flush_latency_buckets\": [[3, 0], [7, 1], [15, 4], [31, 4]],"
       "    \"ram_bytes_per_block\": 20.5,"
@@ -127,6 +128,13 @@ test_stats (void **state)
   assert_line (m, "hhc_writeback_blocks_total{volume=\"vm1\"} 5");
   assert_line (m, "hhc_writeback_backlog_blocks{volume=\"vm1\"} 50");
   assert_line (m, "hhc_flushes_total{volume=\"vm1\"} 7");
+  assert_line (m, "# HELP hhc_flush_errors_total NBD flushes that returned "
+                  "an error.");
+  assert_line (m, "# TYPE hhc_flush_errors_total counter");
+  assert_line (m, "hhc_flush_errors_total{volume=\"vm1\"} 2");
+  /* A boolean: 1 or 0. */
+  assert_line (m, "# TYPE hhc_backend_flush_failed gauge");
+  assert_line (m, "hhc_backend_flush_failed{volume=\"vm1\"} 1");
   assert_line (m, "hhc_log_used_bytes{volume=\"vm1\"} 4096");
   assert_line (m, "hhc_log_region_bytes{volume=\"vm1\"} 8388608");
   assert_line (m, "hhc_log_mirrors{volume=\"vm1\"} 2");
@@ -240,7 +248,8 @@ test_missing_fields (void **state)
   char *m = gw_metrics_render (
       "{\"volumes\": [{\"state\": \"running\"},"
       " {\"name\": \"b\"},"
-      " {\"name\": \"c\", \"stats\": {\"slots\": 8, \"log\": {}}}]}");
+      " {\"name\": \"c\", \"stats\": {\"slots\": 8, \"log\": {},"
+      "  \"backend_flush_failed\": false, \"flush_errors\": \"x\"}}]}");
 
   (void)state;
   assert_non_null (m);
@@ -249,6 +258,8 @@ test_missing_fields (void **state)
   assert_line (m, "hhc_volume_up{volume=\"b\"} 0");
   assert_line (m, "hhc_volume_info{volume=\"b\",state=\"\",backend=\"\"} 1");
   assert_line (m, "hhc_cache_slots{volume=\"c\"} 8");
+  assert_line (m, "hhc_backend_flush_failed{volume=\"c\"} 0");
+  assert_int_equal (count (m, "hhc_flush_errors_total{"), 0);
   assert_int_equal (count (m, "hhc_log_used_bytes{"), 0);
   assert_int_equal (count (m, "hhc_flush_latency_seconds_bucket"), 0);
   assert_int_equal (count (m, "hhc_volume_up{"), 2);
