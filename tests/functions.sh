@@ -27,6 +27,12 @@
 #   stop_nbdkit PIDFILE          SIGTERM, wait for a clean exit
 #   kill9_nbdkit PIDFILE         SIGKILL, wait until the PID is gone
 #   nbd_uri SOCKET               print nbd+unix:///?socket=SOCKET
+#   start_httpd_serve SERVE STATUS [OPTION...]
+#                                tests/web/httpd-serve SERVE OPTIONs on the
+#                                status file STATUS, in the background;
+#                                waits for its port, sets $httpd_port;
+#                                stopped at exit
+#   stop_httpd_serve             stop it; fail unless it exits 0
 #   free_port                    print a TCP port of 127.0.0.1 free now
 #   start_gateway BIN CONFIG     run hhc-gateway BIN -c CONFIG in the
 #                                background, messages in $tmp/gateway.log
@@ -254,6 +260,36 @@ start_gateway ()
   gw_pid=$!
   cleanup_fn _hhc_print_log_if_failed "$tmp/gateway.log"
   cleanup_fn _hhc_stop_gateway
+}
+
+_httpd_pid=
+start_httpd_serve ()
+{
+  : "${tmp:?start_httpd_serve: call make_tmpdir first}"
+  local serve=$1 status=$2
+  shift 2
+  rm -f "$tmp/port"
+  "$serve" "$@" "$status" "$tmp/port" </dev/null >"$tmp/serve.log" 2>&1 &
+  _httpd_pid=$!
+  cleanup_fn stop_httpd_serve
+  poll_until 30 _httpd_up || fail "httpd-serve wrote no port within 30 s"
+  [ -s "$tmp/port" ] || { cat "$tmp/serve.log" >&2; fail "httpd-serve died"; }
+  httpd_port=$(cat "$tmp/port")
+}
+
+_httpd_up ()
+{
+  [ -s "$tmp/port" ] || ! kill -0 "$_httpd_pid" 2>/dev/null
+}
+
+stop_httpd_serve ()
+{
+  [ -n "$_httpd_pid" ] || return 0
+  kill "$_httpd_pid" 2>/dev/null || true
+  local st=0
+  wait "$_httpd_pid" || st=$?
+  _httpd_pid=
+  [ "$st" -eq 0 ] || fail "httpd-serve exited with status $st"
 }
 
 nbd_uri ()

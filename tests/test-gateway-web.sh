@@ -56,24 +56,8 @@ cat >"$tmp/status.json" <<'EOF'
 }
 EOF
 
-pid=
-stop_server ()
-{
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null || true
-  local st=0
-  wait "$pid" || st=$?
-  pid=
-  [ "$st" -eq 0 ] || { echo "httpd-serve exited with status $st" >&2; return 1; }
-}
-
-"$serve" "$tmp/status.json" "$tmp/port" </dev/null >"$tmp/serve.log" 2>&1 &
-pid=$!
-cleanup_fn stop_server
-server_up () { [ -s "$tmp/port" ] || ! kill -0 "$pid" 2>/dev/null; }
-poll_until 30 server_up || fail "httpd-serve wrote no port within 30 s"
-[ -s "$tmp/port" ] || { cat "$tmp/serve.log" >&2; fail "httpd-serve died"; }
-url=http://127.0.0.1:$(cat "$tmp/port")
+start_httpd_serve "$serve" "$tmp/status.json"
+url=http://127.0.0.1:$httpd_port
 
 # status_of METHOD PATH: the HTTP status code.
 status_of ()
@@ -163,7 +147,7 @@ echo '{"volumes": [' >"$tmp/status.json"
 [ "$(status_of GET /metrics)" = 500 ] || fail "malformed status: not 500"
 [ "$(status_of GET /status)" = 200 ] || fail "/status passes the text on"
 
-stop_server
+stop_httpd_serve
 
 # A bad address: no server, one line saying why.
 if "$serve" -a 'not-an-address' "$tmp/status.json" "$tmp/port2" \
@@ -175,14 +159,10 @@ grep -q 'not-an-address.*not a numeric' "$tmp/bad.log" ||
 
 # IPv6, where the machine has ::1.
 if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
-  rm -f "$tmp/port"
   mv "$tmp/status.json.away" "$tmp/status.json"
-  "$serve" -a ::1 "$tmp/status.json" "$tmp/port" </dev/null \
-    >"$tmp/serve6.log" 2>&1 &
-  pid=$!
-  poll_until 30 server_up || fail "httpd-serve -a ::1 wrote no port"
-  curl -sf "http://[::1]:$(cat "$tmp/port")/metrics" >"$tmp/metrics"
+  start_httpd_serve "$serve" "$tmp/status.json" -a ::1
+  curl -sf "http://[::1]:$httpd_port/metrics" >"$tmp/metrics"
   grep -qxF 'hhc_volume_up{volume="vm1"} 1' "$tmp/metrics" ||
     fail "no metrics over IPv6"
-  stop_server
+  stop_httpd_serve
 fi

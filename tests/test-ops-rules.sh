@@ -55,25 +55,10 @@ cat >"$tmp/status.json" <<'JSON'
                   {"name": "/dev/sdc", "failed": true}]}}}]}
 JSON
 
-pid=
-stop_server ()
-{
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null || true
-  local st=0
-  wait "$pid" || st=$?
-  pid=
-  [ "$st" -eq 0 ] || { echo "httpd-serve exited with status $st" >&2; return 1; }
-}
-"$serve" "$tmp/status.json" "$tmp/port" </dev/null >"$tmp/serve.log" 2>&1 &
-pid=$!
-cleanup_fn stop_server
-server_up () { [ -s "$tmp/port" ] || ! kill -0 "$pid" 2>/dev/null; }
-poll_until 30 server_up || fail "httpd-serve wrote no port within 30 s"
-[ -s "$tmp/port" ] || { cat "$tmp/serve.log" >&2; fail "httpd-serve died"; }
-curl -sf "http://127.0.0.1:$(cat "$tmp/port")/metrics" >"$tmp/metrics" ||
+start_httpd_serve "$serve" "$tmp/status.json"
+curl -sf "http://127.0.0.1:$httpd_port/metrics" >"$tmp/metrics" ||
   fail "no /metrics"
-stop_server
+stop_httpd_serve
 grep -q '^hhc_log_mirror_healthy{' "$tmp/metrics" &&
   grep -q '^hhc_flush_latency_seconds_bucket{' "$tmp/metrics" ||
   fail "the scrape lacks the mirror or histogram samples"
