@@ -1,6 +1,6 @@
 /* hhc-gateway's status and metrics HTTP server (libmicrohttpd):
  *
- *   GET /         text/html, a status page (appliance/metrics.c)
+ *   GET /         text/html, a status page (appliance/status-html.c)
  *   GET /status   application/json, the status document as it is
  *   GET /metrics  text/plain; version=0.0.4, Prometheus metrics
  *

@@ -21,16 +21,20 @@ gateway=$abs_top_builddir/appliance/hhc-gateway
 [ -x "$gateway" ] || fail "$gateway: not built"
 truncate -s 16M "$tmp/a.img" "$tmp/b.img"
 
-# nbdkit for the volumes, b's held until $tmp/gate exists (at most
-# 60 s): the gateway sees b starting, not serving.
+# nbdkit for the volumes, b's first start held until the test writes a
+# line into the FIFO $tmp/gate (at most 60 s): the gateway sees b
+# starting, not serving.  Opened read-write, the FIFO does not block the
+# open; once $tmp/gate.open exists, b starts at once.
+mkfifo "$tmp/gate"
 cat >"$tmp/nbdkit-gate" <<EOF
 #!/usr/bin/env bash
 case " \$* " in
   *" $tmp/run/b.sock "*)
-    for (( n = 0; n < 600; n++ )); do
-      [ -e "$tmp/gate" ] && break
-      sleep 0.1
-    done ;;
+    if [ ! -e "$tmp/gate.open" ]; then
+      exec 3<>"$tmp/gate"
+      read -r -t 60 -u 3 _ || true
+      exec 3>&-
+    fi ;;
 esac
 exec nbdkit "\$@"
 EOF
@@ -94,7 +98,8 @@ poll_until 60 seen '^STATUS=1/2 volumes up, 0 bytes dirty$' ||
   fail "STATUS= sent without a change: $(cat "$tmp/notify.out")"
 
 # Let b start: READY=1, and both served when it came.
-touch "$tmp/gate"
+touch "$tmp/gate.open"
+echo go >"$tmp/gate"
 poll_until 60 seen '^listed ' ||
   fail "no READY=1 once b served: $(cat "$tmp/notify.out")"
 grep -q "^serving $tmp/run/a.sock:yes $tmp/run/b.sock:yes$" \
