@@ -1,7 +1,7 @@
 /* Renderings of hhc-gateway's status document (the JSON that
  * gw_status_fn returns, shape in appliance/metrics.c): Prometheus
- * metrics (metrics.c) and an HTML status page (status-html.c).  Pure functions of their input, no
- * locks, callable from any thread.
+ * metrics (metrics.c) and an HTML status page (status-html.c).  Pure
+ * functions of their input, no locks, callable from any thread.
  */
 #ifndef HHC_APPLIANCE_METRICS_H
 #define HHC_APPLIANCE_METRICS_H
