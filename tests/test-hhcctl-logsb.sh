@@ -44,20 +44,16 @@ stop_nbdkit "$d/pid"
 for f in backend.img cache.img a.log; do cp "$d/$f" "$d/saved-$f"; done
 
 # forge_py LOG HOW: change the superblock copies of LOG (see above).
+export LOGSCAN=$abs_top_srcdir/scripts/campaign/logscan
 forge_py='
 import struct, sys
 path, how = sys.argv[1], sys.argv[2]
-T = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    T.append(c)
+import os
+# the crc32c of scripts/campaign/logscan (its helpers, not its main).
+exec(open(os.environ["LOGSCAN"]).read().split("\ndef main")[0])
+_crc32c = crc32c
 def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+    return _crc32c(0, b)
 def seal(c):
     struct.pack_into("<I", c, 4092, crc32c(bytes(c[:4092])))
 def generation(c):

@@ -36,20 +36,16 @@ stop_nbdkit "$d/pid"
 # forge_py CACHE WHICH: give the older copy of metadata page 0 (WHICH
 # older: and no entries, all free) or both copies (both: the newer
 # one's entries) the sequence 2^62 and a right crc32c.
+export LOGSCAN=$abs_top_srcdir/scripts/campaign/logscan
 forge_py='
 import struct, sys
 path, which = sys.argv[1], sys.argv[2]
-T = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    T.append(c)
+import os
+# the crc32c of scripts/campaign/logscan (its helpers, not its main).
+exec(open(os.environ["LOGSCAN"]).read().split("\ndef main")[0])
+_crc32c = crc32c
 def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+    return _crc32c(0, b)
 def valid_seq(pg):
     magic, p, seq = struct.unpack_from("<IIQ", pg, 0)
     crc = struct.unpack_from("<I", pg, 24)[0]
