@@ -67,8 +67,9 @@ gwrun_sighup (const char *run_dir, char *err, size_t errlen)
   f = fopen (path, "r");
   if (f == NULL)
     {
+      int e = errno;
       snprintf (err, errlen, "%s: %m (is hhc-gateway running?)", path);
-      return -1;
+      return e == ENOENT ? -2 : -1;
     }
   if (fscanf (f, "%d", &pid) != 1 || pid <= 1)
     pid = 0;
@@ -77,8 +78,9 @@ gwrun_sighup (const char *run_dir, char *err, size_t errlen)
     return snprintf (err, errlen, "%s: no PID in it", path), -1;
   if (kill (pid, SIGHUP) == -1)
     {
+      int e = errno;
       snprintf (err, errlen, "hhc-gateway (PID %d of %s): %m", pid, path);
-      return -1;
+      return e == ESRCH ? -2 : -1;
     }
   return 0;
 }

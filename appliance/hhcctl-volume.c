@@ -169,14 +169,23 @@ peek_name (const char *text, size_t len)
   return name;
 }
 
-/* SIGHUP, then wait until name serves or is gone. */
+/* SIGHUP, then wait until name serves or is gone (a gateway that is
+ * not running serves nothing: a removal is then done).
+ */
 static int
 hup_and_wait (const struct gw_config *cfg, const struct vopts *o,
               const char *name, bool served)
 {
   char err[512];
+  int r = gwrun_sighup (cfg->run_dir, err, sizeof err);
 
-  if (gwrun_sighup (cfg->run_dir, err, sizeof err) == -1)
+  if (r == -2 && !served)
+    {
+      fprintf (stderr, "%s: %s: volume %s removed from %s\n", cmd_name, err,
+               name, cfg->volumes_dir);
+      return 0;
+    }
+  if (r < 0)
     return fail ("%s", err);
   if (gwrun_wait (cfg->run_dir, name, served, o->wait_s) == -1)
     return served

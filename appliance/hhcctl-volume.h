@@ -19,7 +19,9 @@ int hhcctl_volume (int argc, char **argv);
 bool gwrun_listed (const char *run_dir, const char *name);
 /* RUN/NAME.ctl answers a status request. */
 bool gwrun_answers (const char *run_dir, const char *name);
-/* SIGHUP to the PID of RUN/hhc-gateway.pid; -1 with a message in err. */
+/* SIGHUP to the PID of RUN/hhc-gateway.pid: 0, or with a message in
+ * err -2 (no PID file, or no such process: not running) or -1.
+ */
 int gwrun_sighup (const char *run_dir, char *err, size_t errlen);
 /* Wait at most wait_s seconds until name serves (served) or is gone
  * (!served); 0 when it is so, -1 on time-out.

@@ -12,6 +12,7 @@
 #   - restart: a and b come back, a's data is there;
 #   - remove --drain a: the backend file holds the data (read directly);
 #     remove again: exit 0; a main-file volume: exit 1;
+#   - gateway stopped: add exits 1 and leaves the file, remove exits 0;
 #   - bad input: one-line errors, usage errors exit 2.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
@@ -163,6 +164,15 @@ expect_error 1 "volume m is defined in $tmp/gateway.json, not in $dir" \
 listed b || fail "b stopped"
 ctl remove b || fail "volume remove b failed"
 listed b && fail "b still in exports"
+
+# With the gateway stopped: add fails and leaves the file (for the next
+# start), remove succeeds.
+_hhc_stop_gateway
+expect_error 1 'hhc-gateway.pid: No such file .*is hhc-gateway running' \
+  ctl add "$tmp/in/b.json"
+[ -e "$dir/b.json" ] || fail "b.json not left for the next start"
+expect_error 0 "volume b removed from $dir\$" ctl remove b
+[ ! -e "$dir/b.json" ] || fail "b.json not removed"
 
 # Bad input.
 expect_error 2 'add, remove or list is required' "$hhcctl" volume
