@@ -6,6 +6,11 @@
  * socket no longer answers: the gateway's reload waits for a removed
  * volume's nbdkit to exit before it rewrites the map).
  *
+ * Two hhcctl at once take turns: each holds an exclusive flock on
+ * DIR/.lock (hidden, so the gateway skips it) from reading the
+ * directory to sending SIGHUP, so neither validates against a
+ * directory the other is changing.  The waits are outside it.
+ *
  * A tool may poll: the waits look every 50 ms.
  */
 #include <config.h>
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,4 +185,27 @@ gwrun_unlink (const char *dir, const char *name, char *err, size_t errlen)
   if (sync_dir (dir) == -1)
     return snprintf (err, errlen, "%s: %m", dir), -1;
   return 0;
+}
+
+int
+gwrun_lock (const char *dir, char *err, size_t errlen)
+{
+  HHC_CLEANUP_FREE char *path = NULL;
+  int fd;
+
+  if (asprintf (&path, "%s/.lock", dir) == -1)
+    return snprintf (err, errlen, "out of memory"), -1;
+  if (mkdir (dir, 0750) == -1 && errno != EEXIST)
+    return snprintf (err, errlen, "%s: %m", dir), -1;
+  fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd == -1)
+    return snprintf (err, errlen, "%s: %m", path), -1;
+  while (flock (fd, LOCK_EX) == -1)
+    if (errno != EINTR)
+      {
+        snprintf (err, errlen, "%s: flock: %m", path);
+        close (fd);
+        return -1;
+      }
+  return fd;
 }

@@ -12,7 +12,9 @@
  * remove (after a drain, if asked) deletes the file, sends SIGHUP and
  * waits until its nbdkit is gone.  Both are idempotent: the same
  * volume added twice, or a volume removed that is not there, is
- * success with nothing changed.  Nothing here prints a volume's
+ * success with nothing changed.  Two adds at once take turns (a lock
+ * on the directory, hhcctl-gwrun.c); a remove needs none (deleting a
+ * file only makes another's check stricter).  Nothing here prints a volume's
  * credentials (only names, types and paths of files).
  */
 #include <config.h>
@@ -137,6 +139,27 @@ load (const struct vopts *o, bool check_paths, struct gw_config *cfg)
   return 0;
 }
 
+/* load, then again under the lock of its volumes_dir, which *lock
+ * then holds (hhcctl-gwrun.c): 0, or 1 after the error line.
+ */
+static int
+load_locked (const struct vopts *o, struct gw_config *cfg, int *lock)
+{
+  char err[512];
+
+  if (load (o, true, cfg))
+    return 1;
+  *lock = gwrun_lock (cfg->volumes_dir, err, sizeof err);
+  gw_config_free (cfg);
+  if (*lock == -1)
+    return fail ("%s", err);
+  if (load (o, true, cfg) == 0)
+    return 0;
+  close (*lock);
+  *lock = -1;
+  return 1;
+}
+
 /* The whole of path ("-": stdin) into *text; 0, or 1 after the error. */
 static int
 read_input (const char *path, char **text, size_t *len)
@@ -169,16 +192,20 @@ peek_name (const char *text, size_t len)
   return name;
 }
 
-/* SIGHUP, then wait until name serves or is gone (a gateway that is
- * not running serves nothing: a removal is then done).
+/* SIGHUP, release *lock (if not -1), then wait until name serves or
+ * is gone (a gateway that is not running serves nothing: a removal is
+ * then done).
  */
 static int
 hup_and_wait (const struct gw_config *cfg, const struct vopts *o,
-              const char *name, bool served)
+              const char *name, bool served, int *lock)
 {
   char err[512];
   int r = gwrun_sighup (cfg->run_dir, err, sizeof err);
 
+  if (*lock != -1)
+    close (*lock);
+  *lock = -1;
   if (r == -2 && !served)
     {
       fprintf (stderr, "%s: %s: volume %s removed from %s\n", cmd_name, err,
@@ -229,7 +256,7 @@ check_new (const struct vopts *o, const struct gw_config *cfg, const char *path,
  */
 static int
 install (const struct vopts *o, const struct gw_config *cfg, const char *name,
-         const char *text, size_t len, bool there)
+         const char *text, size_t len, bool there, int *lock)
 {
   char err[512];
 
@@ -244,7 +271,7 @@ install (const struct vopts *o, const struct gw_config *cfg, const char *name,
   else if (gwrun_write (cfg->volumes_dir, name, text, len, err, sizeof err)
            == -1)
     return fail ("%s", err);
-  return hup_and_wait (cfg, o, name, true);
+  return hup_and_wait (cfg, o, name, true, lock);
 }
 
 static int
@@ -253,15 +280,17 @@ volume_add (const struct vopts *o, const char *path)
   struct gw_config cfg;
   HHC_CLEANUP_FREE char *text = NULL, *name = NULL;
   size_t len = 0;
-  int r;
+  int r, lock = -1;
 
-  if (read_input (path, &text, &len) || load (o, true, &cfg))
+  if (read_input (path, &text, &len) || load_locked (o, &cfg, &lock))
     return 1;
   name = peek_name (text, len);
   r = check_new (o, &cfg, strcmp (path, "-") == 0 ? "<stdin>" : path, text, len,
                  name);
   if (r != 1)
-    r = install (o, &cfg, name, text, len, r == -1);
+    r = install (o, &cfg, name, text, len, r == -1, &lock);
+  if (lock != -1)
+    close (lock);
   gw_config_free (&cfg);
   return r;
 }
@@ -289,7 +318,7 @@ volume_remove (const struct vopts *o, const char *name)
   struct gw_config cfg;
   const struct gw_volume *v;
   char err[512];
-  int r = 0;
+  int r = 0, no_lock = -1;
 
   if (!gw_is_volume_name (name))
     return usage_error ("\"%s\" is not a volume name", name);
@@ -307,7 +336,7 @@ volume_remove (const struct vopts *o, const char *name)
   else if (gwrun_unlink (cfg.volumes_dir, name, err, sizeof err) == -1)
     r = fail ("%s", err);
   else
-    r = hup_and_wait (&cfg, o, name, false);
+    r = hup_and_wait (&cfg, o, name, false, &no_lock);
   gw_config_free (&cfg);
   return r;
 }

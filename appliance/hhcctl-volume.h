@@ -33,6 +33,10 @@ int gwrun_wait (const char *run_dir, const char *name, bool served,
  */
 int gwrun_write (const char *dir, const char *name, const char *text,
                  size_t len, char *err, size_t errlen);
+/* Lock dir against other hhcctl volume commands (flock on DIR/.lock,
+ * dir made if missing): the fd to close, or -1 with err.
+ */
+int gwrun_lock (const char *dir, char *err, size_t errlen);
 /* Remove DIR/NAME.json (missing is fine), fsync dir; -1 with err. */
 int gwrun_unlink (const char *dir, const char *name, char *err, size_t errlen);
 

@@ -7,6 +7,7 @@
 #     served; data written to a through the front reads back;
 #   - add a again: exit 0, nothing changed; a volume that shares a's
 #     cache, or a with other settings: exit 1, one line, nothing changed;
+#   - two conflicting adds at once: one wins, the other is refused;
 #   - an invalid file dropped in by hand, then SIGHUP: nothing changes,
 #     the error is logged;
 #   - restart: a and b come back, a's data is there;
@@ -100,7 +101,8 @@ ctl list >"$tmp/list"
 grep -Eq '^a +file +yes$' "$tmp/list" && grep -Eq '^b +file +yes$' "$tmp/list" &&
   ! grep -q '^m ' "$tmp/list" || fail "volume list: $(cat "$tmp/list")"
 ctl list --json | grep -q '"served": true' || fail "volume list --json"
-ls -A "$dir" | grep -q '^\.' && fail "a temporary file was left in $dir"
+ls -A "$dir" | grep -v '^\.lock$' | grep -q '^\.' &&
+  fail "a temporary file was left in $dir"
 
 # Data through the front; it reads back.
 head -c 1048576 /dev/urandom >"$tmp/data"
@@ -126,6 +128,24 @@ cmp -s "$tmp/in/a.json" "$dir/a.json" || fail "a.json changed"
 vol m >"$tmp/in/m.json"
 expect_error 1 "volume m is defined in $tmp/gateway.json" \
   ctl add "$tmp/in/m.json"
+
+# Two adds at once that want the same cache: they take turns, one
+# wins, the other is refused (the directory stays valid).
+CACHE=$tmp/cd.cache vol c >"$tmp/in/c1.json"
+CACHE=$tmp/cd.cache vol d >"$tmp/in/d1.json"
+ctl add "$tmp/in/c1.json" 2>"$tmp/c1.err" &
+p1=$!
+ctl add "$tmp/in/d1.json" 2>"$tmp/d1.err" &
+p2=$!
+s1=0 s2=0
+wait "$p1" || s1=$?
+wait "$p2" || s2=$?
+[ $((s1 + s2)) -eq 1 ] ||
+  fail "concurrent adds: status $s1 and $s2: $(cat "$tmp/c1.err" "$tmp/d1.err")"
+grep -q 'is also the cache of volume' "$tmp/c1.err" "$tmp/d1.err" ||
+  fail "concurrent adds: no conflict reported"
+ctl remove c 2>/dev/null && ctl remove d 2>/dev/null ||
+  fail "removing c and d failed"
 
 # An invalid file by hand, then SIGHUP: kept running, error logged.
 vol d '"mode": "fast"' >"$dir/d.json"
@@ -185,5 +205,5 @@ expect_error 1 "$tmp/nope.json: No such file" ctl add "$tmp/nope.json"
 printf '{"name": "x",\n "backend": }\n' >"$tmp/in/x.json"
 expect_error 1 "^hhcctl volume add: $tmp/in/x.json:2:" ctl add "$tmp/in/x.json"
 expect_error 1 "^hhcctl volume add: <stdin>:1:1: .*name" ctl add - <<<'{}'
-[ -z "$(ls -A "$dir")" ] || fail "$dir is not empty: $(ls -A "$dir")"
+[ -z "$(ls "$dir")" ] || fail "$dir is not empty: $(ls -A "$dir")"
 echo "$_hhc_name: ok"
