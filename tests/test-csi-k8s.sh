@@ -70,7 +70,7 @@ broken csi-address csi-controller.yaml \
   "--csi-address=/tmp/csi.sock is not hhc-csi's"
 broken csi-json csi-controller.yaml 's/"attach": "auto",/"attach": "auto", "atach": 1,/' \
   'hhc-csi --check:.*atach'
-broken gateway-json csi-node.yaml 's/"metrics": { "address": "127.0.0.1"/"metrics": { "address": "localhost"/' \
+broken gateway-json csi-node.yaml 's/"port": 9810 }/"port": 98100 }/' \
   'hhc-gateway --check'
 broken nbd-port csi-node.yaml 's/"port": 10809/"port": 10810/' \
   'the gateway listens on 127.0.0.1 port 10810'
