@@ -6,6 +6,9 @@
  * range, claims by node a and b, delete while claimed, release, delete
  * twice, the gateway's backend object.
  *
+ * iscsi: what a static volume allows; its size from a real LUN when
+ * HHC_CSI_ISCSI_URL is set (tests/test-csi-backend-iscsi.sh: tgtd).
+ *
  * cos: the same against a real S3 server when HHC_CSI_S3_ENDPOINT,
  * _BUCKET, _ACCESS_KEY and _SECRET_KEY are set (tests/test-csi-cos.sh
  * starts s3rver and runs this program so); skipped otherwise.
@@ -44,10 +47,22 @@ setup_file (void **state)
   (void)state;
   assert_non_null (mkdtemp (dir));
   memset (&conf, 0, sizeof conf);
-  conf.nbackends = 1;
+  conf.nbackends = 2;
   conf.backends[0] = (struct csi_backend){
     .name = (char *)"f", .type = CSI_FILE, .dir = dir, .max_size = 64 * MiB
   };
+  /* iscsi: LUN "lun1" at $HHC_CSI_ISCSI_URL (a LUN of 16 MiB), or at a
+   * URL where nothing answers.
+   */
+  conf.backends[1] = (struct csi_backend){ .name = (char *)"i",
+                                           .type = CSI_ISCSI,
+                                           .nluns = 1 };
+  conf.backends[1].luns[0] = (struct csi_lun){
+    .name = (char *)"lun1",
+    .url = getenv ("HHC_CSI_ISCSI_URL"),
+  };
+  if (conf.backends[1].luns[0].url == NULL)
+    conf.backends[1].luns[0].url = (char *)"iscsi://127.0.0.1:1/iqn.x:y/1";
   return 0;
 }
 
@@ -116,6 +131,7 @@ size_of (const char *id)
 
   if (csi_volume_size (&conf, id, &secrets, &size, &e) == -1)
     {
+      print_message ("size of %s: %s\n", id, e.msg);
       assert_int_equal (e.code, CSI_NOT_FOUND);
       return 0;
     }
@@ -217,6 +233,43 @@ test_file_gateway_json (void **state)
   assert_false (backend_needs_credentials (&v));
 }
 
+/* ---- iscsi ---- */
+
+/* Pre-provisioned LUNs: no CreateVolume, a DeleteVolume that leaves
+ * the LUN alone, the size from the LUN, no claim.
+ */
+static void
+test_iscsi (void **state)
+{
+  struct csi_volume_out out;
+  struct csi_volid v;
+  struct csi_err e = { 0 };
+  char *json, want[512];
+
+  (void)state;
+  assert_int_equal (create ("i", "lun2", MiB, 0, &out), CSI_INVALID_ARGUMENT);
+  assert_int_equal (csi_volid_parse (&conf, "i:lun1", &v, &e), 0);
+  assert_int_equal (
+      backend_create (&v, MiB, &secrets, &out.capacity, &(bool){ false }, &e),
+      -1);
+  assert_non_null (strstr (e.msg, "volumeHandle i:LUN"));
+  json = backend_gateway_json (&v, NULL, &e);
+  assert_non_null (json);
+  snprintf (want, sizeof want, "{\"type\":\"iscsi\",\"url\":\"%s\"}",
+            v.backend->luns[0].url);
+  assert_string_equal (json, want);
+  free (json);
+  assert_false (backend_needs_credentials (&v));
+  assert_int_equal (claim ("i:lun1", "node-a", false), CSI_OK);
+  assert_int_equal (claim ("i:lun1", "node-b", false), CSI_OK);
+  assert_int_equal (claim ("i:lun1", "node-b", true), CSI_OK);
+  assert_int_equal (size_of ("i:nosuch"), 0); /* NOT_FOUND */
+  if (getenv ("HHC_CSI_ISCSI_URL"))
+    assert_int_equal (size_of ("i:lun1"), 16 * MiB);
+  assert_int_equal (delete ("i:lun1"), CSI_OK);
+  assert_int_equal (delete ("i:nosuch"), CSI_OK);
+}
+
 /* ---- cos ---- */
 
 static int
@@ -229,8 +282,8 @@ setup_cos (void **state)
     return 0;
   keyv[0] = (struct csi_kv){ keys[0].key, getenv ("HHC_CSI_S3_ACCESS_KEY") };
   keyv[1] = (struct csi_kv){ keys[1].key, getenv ("HHC_CSI_S3_SECRET_KEY") };
-  conf.nbackends = 2;
-  conf.backends[1]
+  conf.nbackends = 3;
+  conf.backends[2]
       = (struct csi_backend){ .name = (char *)"c",
                               .type = CSI_COS,
                               .endpoint = (char *)ep,
@@ -246,7 +299,7 @@ static void
 test_cos_lifecycle (void **state)
 {
   (void)state;
-  if (conf.nbackends < 2)
+  if (conf.nbackends < 3)
     skip ();
   lifecycle ("c", 64 * 1024);
   bad_input ("c", 64 * 1024);
@@ -287,7 +340,7 @@ test_cos_delete_all (void **state)
   char key[128];
 
   (void)state;
-  if (conf.nbackends < 2)
+  if (conf.nbackends < 3)
     skip ();
   assert_int_equal (create ("c", "pvc-3", MiB, 0, &out), CSI_OK);
   assert_int_equal (create ("c", "pvc-30", MiB, 0, &out), CSI_OK);
@@ -328,7 +381,7 @@ test_cos_metadata (void **state)
   struct csi_map one = { only, 1 };
 
   (void)state;
-  if (conf.nbackends < 2)
+  if (conf.nbackends < 3)
     skip ();
   assert_int_equal (create ("c", "pvc-4", 100 * 1024, 0, &out), CSI_OK);
   assert_int_equal (out.capacity, 128 * 1024);
@@ -371,6 +424,7 @@ main (void)
     cmocka_unit_test (test_file_lifecycle),
     cmocka_unit_test (test_file_bad_input),
     cmocka_unit_test (test_file_gateway_json),
+    cmocka_unit_test (test_iscsi),
     cmocka_unit_test (test_cos_lifecycle),
     cmocka_unit_test (test_cos_delete_all),
     cmocka_unit_test (test_cos_metadata),
