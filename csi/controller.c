@@ -127,9 +127,11 @@ csi_create_volume (const struct csi_conf *c, const struct csi_create_req *r,
     return -1;
   if (existed && (actual < r->required || (r->limit && actual > r->limit)))
     return csi_fail (e, CSI_ALREADY_EXISTS,
-                     "volume %s exists with %" PRIu64 " bytes, not within "
-                     "the %" PRIu64 "..%" PRIu64 " bytes asked for",
-                     v.id, actual, r->required, r->limit);
+                     "volume %s exists with %" PRIu64 " bytes, not the %s"
+                     "%" PRIu64 " bytes asked for",
+                     v.id, actual,
+                     actual < r->required ? "at least " : "at most ",
+                     actual < r->required ? r->required : r->limit);
   snprintf (out->id, sizeof out->id, "%s", v.id);
   out->capacity = actual;
   set_context (&p, out);
