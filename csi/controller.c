@@ -144,8 +144,18 @@ csi_delete_volume (const struct csi_conf *c, const char *id,
 {
   struct csi_volid v;
 
+  /* A backend the config no longer names: the volume is not one this
+   * driver can reach, which the CSI specification answers with OK (the
+   * orchestrator would otherwise retry for ever).  Its data, if any, is
+   * left where it is.
+   */
   if (csi_volid_parse (c, id, &v, e) == -1)
-    return -1;
+    {
+      if (e->code != CSI_NOT_FOUND)
+        return -1;
+      csi_log ("DeleteVolume %s: %s: nothing deleted", id, e->msg);
+      return 0;
+    }
   return backend_delete (&v, secrets, e);
 }
 
