@@ -43,7 +43,8 @@ struct ctx {
   bool check_paths;
   struct ptree t;
   struct claims claims;
-  struct gw_config *cfg; /* being filled */
+  struct gw_config *cfg;               /* being filled */
+  const struct gw_extra_volume *extra; /* gw_config_load_extra's, or NULL */
 };
 
 /* A value being validated: its position node and its path. */
@@ -52,6 +53,14 @@ struct at {
   size_t node;
   char path[PATH_LEN];
 };
+
+/* ---- config.c: reading files ---- */
+
+/* The whole of file into *text (*len bytes, malloc'd); errno on failure. */
+int cfg_read_file (const char *file, char **text, size_t *len);
+/* jansson refused text (je): the error line, naming c->file; -1. */
+int cfg_syntax_error (struct ctx *c, const char *text, size_t len,
+                      const json_error_t *je);
 
 /* ---- config-value.c: the cursor and messages ---- */
 
@@ -136,9 +145,22 @@ int cfg_parse_globals (struct ctx *c, const struct at *root,
                        struct gw_config *cfg);
 /* config-global.c: s is 1 to max of [A-Za-z0-9] and extra. */
 bool cfg_is_name (const char *s, const char *extra, size_t max);
-/* config-volume.c: "volumes": [ at least one ]. */
+/* config-volume.c: "volumes": [ at least one ] (or none, with
+ * volumes_dir).
+ */
 int cfg_parse_volumes (struct ctx *c, const struct at *root,
                        struct gw_config *cfg);
+/* config-volume.c: volume object vo into c->cfg->volumes[i]. */
+int cfg_parse_volume (struct ctx *c, const struct at *vo, size_t i);
+/* config-voldir.c: "volumes_dir": a directory, or one that may be
+ * made (its parent exists).
+ */
+int cfg_parse_voldir_key (struct ctx *c, const struct at *root,
+                          struct gw_config *cfg);
+/* config-voldir.c: the volumes of cfg->volumes_dir (and c->extra),
+ * appended to c->cfg->volumes.
+ */
+int cfg_read_voldir (struct ctx *c);
 /* config-backend.c: volume i's "backend": {"type": ..., its keys}. */
 int cfg_parse_backend (struct ctx *c, const struct at *vo, size_t i,
                        struct gw_volume *v);

@@ -30,8 +30,13 @@ parse_name (struct ctx *c, const struct at *vo, size_t i, struct gw_volume *v)
     return cfg_fail (c, &a, false, "must be 1 to 64 of A-Z a-z 0-9 . _ -");
   for (size_t j = 0; j < i; j++)
     if (strcmp (c->cfg->volumes[j].name, v->name) == 0)
-      return cfg_fail (c, &a, false, "\"%s\" is also the name of volumes[%zu]",
-                       v->name, j);
+      return c->cfg->volumes[j].source
+                 ? cfg_fail (c, &a, false, "\"%s\" is also the name of %s",
+                             v->name, c->cfg->volumes[j].source)
+                 : cfg_fail (c, &a, false,
+                             "\"%s\" is also the name of volumes[%zu]%s%s",
+                             v->name, j, v->source ? " in " : "",
+                             v->source ? c->cfg->file : "");
   if (strlen (c->cfg->run_dir) + strlen (v->name) + strlen ("/.sock")
       > SUN_PATH_MAX)
     return cfg_fail (c, &a, false,
@@ -145,8 +150,8 @@ check_new_cache_id (struct ctx *c, const struct at *vo,
                    v->cache);
 }
 
-static int
-parse_volume (struct ctx *c, const struct at *vo, size_t i)
+int
+cfg_parse_volume (struct ctx *c, const struct at *vo, size_t i)
 {
   static const char *const keys[]
       = { "name",          "backend",  "cache", "cache_size",
@@ -168,7 +173,7 @@ parse_volume (struct ctx *c, const struct at *vo, size_t i)
   return 0;
 }
 
-/* "volumes": [ at least one ]. */
+/* "volumes": [ at least one ] (or none, with volumes_dir). */
 int
 cfg_parse_volumes (struct ctx *c, const struct at *root, struct gw_config *cfg)
 {
@@ -176,10 +181,12 @@ cfg_parse_volumes (struct ctx *c, const struct at *root, struct gw_config *cfg)
   size_t n;
 
   if (!cfg_member (c, root, "volumes", &a))
-    return cfg_missing (c, root, "volumes");
+    return cfg->volumes_dir ? 0 : cfg_missing (c, root, "volumes");
   if (!json_is_array (a.v))
     return cfg_fail (c, &a, false, "must be an array");
   n = json_array_size (a.v);
+  if (n == 0 && cfg->volumes_dir)
+    return 0;
   if (n == 0)
     return cfg_fail (c, &a, false, "must hold at least one volume");
   cfg->volumes = calloc (n, sizeof *cfg->volumes);
@@ -189,7 +196,7 @@ cfg_parse_volumes (struct ctx *c, const struct at *root, struct gw_config *cfg)
   for (size_t i = 0; i < n; i++)
     {
       cfg_element (c, &a, i, &e);
-      if (parse_volume (c, &e, i) == -1)
+      if (cfg_parse_volume (c, &e, i) == -1)
         return -1;
     }
   return 0;

@@ -46,7 +46,14 @@
  *   restart                object
  *     .min_ms              N         500          10..3600000
  *     .max_ms              N         30000        10..3600000, >= min_ms
- *   volumes                array     required     at least one object:
+ *   volumes_dir            S         none         a directory, or one
+ *                                                 whose parent exists (*):
+ *                                                 DIR/NAME.json holds
+ *                                                 volume NAME (below)
+ *   volumes                array     required     at least one object
+ *                                    (optional    (or none with
+ *                                    with         volumes_dir):
+ *                                    volumes_dir)
  *     .name                S         required     [A-Za-z0-9._-]{1,64},
  *                                                 unique; run_dir/NAME.sock
  *                                                 < 108 bytes
@@ -104,10 +111,18 @@
  * others (compared after realpath () where the path exists, else as
  * written).
  *
+ * A file DIR/NAME.json of volumes_dir (NAME not starting with '.')
+ * holds one object with a volume's keys, "name" equal to NAME; its
+ * errors name that file.  The directory's volumes follow the main
+ * file's, in name order, under the same rules (names, caches and logs
+ * unique across all of them).  A missing directory holds none.
+ *
  * Files: config.c (this table, the entry points), config-scan.c (the
  * position scanner), config-value.c (the cursor, messages and typed
  * members), config-global.c, config-volume.c, config-backend.c and
- * config-tuning.c (the keys), config-int.h (what they share).
+ * config-tuning.c (the keys), config-voldir.c (volumes_dir),
+ * config-file.c (reading a file, jansson's syntax errors),
+ * config-int.h (what they share).
  *
  * Nothing here is shared between threads.
  */
@@ -122,19 +137,19 @@
 
 #include "config-int.h"
 
-#define MAX_FILE (16 * 1024 * 1024) /* largest config file read */
-
 static int
 parse_root (struct ctx *c, json_t *root, struct gw_config *cfg)
 {
   static const char *const keys[]
-      = { "listen",  "tls",     "nbdkit",  "filter",  "plugin_dir",
-          "run_dir", "metrics", "restart", "volumes", NULL };
+      = { "listen",     "tls",         "nbdkit",  "filter",
+          "plugin_dir", "run_dir",     "metrics", "restart",
+          "volumes",    "volumes_dir", NULL };
   struct at r = { .v = root, .node = 0 };
 
   if (!json_is_object (root))
     return cfg_fail (c, &r, false, "the configuration must be a JSON object");
   if (cfg_check_keys (c, &r, keys) == -1 || cfg_parse_globals (c, &r, cfg) == -1
+      || cfg_parse_voldir_key (c, &r, cfg) == -1
       || cfg_parse_volumes (c, &r, cfg) == -1)
     return -1;
   return 0;
@@ -143,37 +158,14 @@ parse_root (struct ctx *c, json_t *root, struct gw_config *cfg)
 /* ------------------------------------------------------------------ */
 /* Entry points. */
 
-/* jansson refused the text: its message, or for a duplicate key ours
- * with the key's path and position.
- */
 static int
-syntax_error (struct ctx *c, const char *text, size_t len,
-              const json_error_t *je)
-{
-  struct at a = { .node = NO_NODE };
-
-  if (json_error_code (je) == json_error_duplicate_key
-      && (a.node = scan_tree (&c->t, text, len, true)) != 0)
-    {
-      ptree_path (&c->t, a.node, a.path, sizeof a.path);
-      return cfg_fail (c, &a, true, "duplicate key");
-    }
-  if (c->errlen == 0)
-    return -1;
-  if (je->line < 1)
-    snprintf (c->err, c->errlen, "%s: %s", c->file, je->text);
-  else
-    snprintf (c->err, c->errlen, "%s:%d:%d: %s", c->file, je->line,
-              je->column > 0 ? je->column : 1, je->text);
-  return -1;
-}
-
-static int
-parse_buffer (const char *file, const char *text, size_t len, bool check_paths,
+parse_buffer (const char *file, const char *text, size_t len,
+              const struct gw_extra_volume *extra, bool check_paths,
               struct gw_config *cfg, char *err, size_t errlen)
 {
   struct gw_config tmp = { 0 };
   struct ctx c = { .file = file,
+                   .extra = extra,
                    .err = err,
                    .errlen = err ? errlen : 0,
                    .check_paths = check_paths,
@@ -187,7 +179,7 @@ parse_buffer (const char *file, const char *text, size_t len, bool check_paths,
     err[0] = '\0';
   root = json_loadb (text, len, JSON_REJECT_DUPLICATES, &je);
   if (root == NULL)
-    syntax_error (&c, text, len, &je);
+    cfg_syntax_error (&c, text, len, &je);
   else
     {
       scan_tree (&c.t, text, len, false);
@@ -197,6 +189,8 @@ parse_buffer (const char *file, const char *text, size_t len, bool check_paths,
       else
         r = parse_root (&c, root, &tmp);
       json_decref (root);
+      if (r == 0)
+        r = cfg_read_voldir (&c);
     }
   for (size_t i = 0; i < c.claims.len; i++)
     free (c.claims.ptr[i].canon);
@@ -213,53 +207,25 @@ int
 gw_config_parse (const char *file, const char *text, bool check_paths,
                  struct gw_config *cfg, char *err, size_t errlen)
 {
-  return parse_buffer (file, text, strlen (text), check_paths, cfg, err,
+  return parse_buffer (file, text, strlen (text), NULL, check_paths, cfg, err,
                        errlen);
-}
-
-/* The whole of file into *text (*len bytes); errno on failure. */
-static int
-read_file (const char *file, char **text, size_t *len)
-{
-  int fd = open (file, O_RDONLY | O_CLOEXEC);
-  size_t cap = 0;
-  ssize_t n;
-  char *p;
-
-  *text = NULL;
-  *len = 0;
-  if (fd == -1)
-    return errno;
-  do
-    {
-      if (*len == cap)
-        {
-          cap = cap ? 2 * cap : 4096;
-          p = cap > MAX_FILE ? NULL : realloc (*text, cap);
-          if (p == NULL)
-            {
-              close (fd);
-              return cap > MAX_FILE ? EFBIG : ENOMEM;
-            }
-          *text = p;
-        }
-      n = read (fd, *text + *len, cap - *len);
-      if (n > 0)
-        *len += n;
-    }
-  while (n > 0 || (n == -1 && errno == EINTR));
-  n = n == -1 ? errno : 0;
-  close (fd);
-  return n;
 }
 
 int
 gw_config_load (const char *file, bool check_paths, struct gw_config *cfg,
                 char *err, size_t errlen)
 {
+  return gw_config_load_extra (file, NULL, check_paths, cfg, err, errlen);
+}
+
+int
+gw_config_load_extra (const char *file, const struct gw_extra_volume *extra,
+                      bool check_paths, struct gw_config *cfg, char *err,
+                      size_t errlen)
+{
   HHC_CLEANUP_FREE char *text = NULL;
   size_t len;
-  int e = read_file (file, &text, &len);
+  int e = cfg_read_file (file, &text, &len);
 
   memset (cfg, 0, sizeof *cfg);
   if (e)
@@ -268,19 +234,19 @@ gw_config_load (const char *file, bool check_paths, struct gw_config *cfg,
         snprintf (err, errlen, "%s: %s", file, strerror (e));
       return -1;
     }
-  return parse_buffer (file, text ? text : "", len, check_paths, cfg, err,
-                       errlen);
+  return parse_buffer (file, text ? text : "", len, extra, check_paths, cfg,
+                       err, errlen);
 }
 
 static void
 free_volume (struct gw_volume *v)
 {
   char **strings[]
-      = { &v->name,      &v->path,      &v->uri,        &v->endpoint,
-          &v->bucket,    &v->prefix,    &v->region,     &v->credentials,
-          &v->size,      &v->ca_file,   &v->url,        &v->chap_file,
-          &v->initiator, &v->cache,     &v->cache_size, &v->log_size,
-          &v->mode,      &v->backend_id };
+      = { &v->name,        &v->source,    &v->path,      &v->uri,
+          &v->endpoint,    &v->bucket,    &v->prefix,    &v->region,
+          &v->credentials, &v->size,      &v->ca_file,   &v->url,
+          &v->chap_file,   &v->initiator, &v->cache,     &v->cache_size,
+          &v->log_size,    &v->mode,      &v->backend_id };
 
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free (*strings[i]);
@@ -300,7 +266,8 @@ gw_config_free (struct gw_config *cfg)
                        &cfg->listen_socket, &cfg->tls_certificates,
                        &cfg->tls_psk_file,  &cfg->nbdkit,
                        &cfg->filter,        &cfg->plugin_dir,
-                       &cfg->run_dir,       &cfg->metrics_address };
+                       &cfg->run_dir,       &cfg->metrics_address,
+                       &cfg->volumes_dir };
 
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free (*strings[i]);

@@ -21,6 +21,10 @@
  *                         restarted, the rest left running; an invalid
  *                         config changes nothing.
  *
+ * The volumes are the main file's and those of volumes_dir (one file
+ * each, config-voldir.c), read again on SIGHUP; hhcctl volume adds and
+ * removes them, finding the gateway by RUN/hhc-gateway.pid.
+ *
  * Under systemd (Type=notify) it says READY=1 once every volume and
  * the front serve, RELOADING=1 and READY=1 around a reload,
  * STOPPING=1, a STATUS= line and the watchdog pings
@@ -73,12 +77,36 @@ usage (FILE *f)
               "      --version      the version\n");
 }
 
+/* RUN/hhc-gateway.pid, for tools that send SIGHUP (written whole
+ * before it is renamed into place).
+ */
+static int
+write_pid_file (void)
+{
+  HHC_CLEANUP_FREE char *pid = run_path ("hhc-gateway", ".pid");
+  HHC_CLEANUP_FREE char *tmp = run_path (".hhc-gateway", ".pid.tmp");
+  FILE *f = fopen (tmp, "w");
+
+  if (f == NULL || fprintf (f, "%d\n", (int)getpid ()) < 0 || fclose (f) == EOF
+      || rename (tmp, pid) == -1)
+    {
+      msg ("%s: %m", pid);
+      return -1;
+    }
+  return 0;
+}
+
 static int
 prepare_run_dir (void)
 {
   if (mkdir (cfg.run_dir, 0700) == -1 && errno != EEXIST)
     {
       msg ("run_dir %s: %m", cfg.run_dir);
+      return -1;
+    }
+  if (cfg.volumes_dir && mkdir (cfg.volumes_dir, 0750) == -1 && errno != EEXIST)
+    {
+      msg ("volumes_dir %s: %m", cfg.volumes_dir);
       return -1;
     }
   for (size_t i = 0; i < cfg.nvolumes; i++)
@@ -90,7 +118,7 @@ prepare_run_dir (void)
           return -1;
         }
     }
-  return 0;
+  return write_pid_file ();
 }
 
 /* SIGCHLD, SIGTERM, SIGINT and SIGHUP through a signalfd (-1: said
@@ -206,7 +234,9 @@ serve (void)
   stop_all ();
   {
     HHC_CLEANUP_FREE char *map = run_path ("exports", "");
+    HHC_CLEANUP_FREE char *pid = run_path ("hhc-gateway", ".pid");
     unlink (map);
+    unlink (pid);
   }
   close (sfd);
   free (vols);

@@ -34,7 +34,8 @@ struct gw_kv {
 };
 
 struct gw_volume {
-  char *name; /* the NBD export name; [A-Za-z0-9._-]{1,64} */
+  char *name;   /* the NBD export name; [A-Za-z0-9._-]{1,64} */
+  char *source; /* the volume file it was read from; NULL: the main file */
   enum gw_backend_type type;
   /* file */
   char *path;
@@ -86,6 +87,7 @@ struct gw_config {
   char *metrics_address;
   unsigned metrics_port;
   unsigned restart_min_ms, restart_max_ms; /* back-off; 500, 30000 */
+  char *volumes_dir; /* optional: one volume per DIR/NAME.json */
   struct gw_volume *volumes;
   size_t nvolumes;
 };
@@ -99,12 +101,33 @@ struct gw_config {
 int gw_config_load (const char *file, bool check_paths, struct gw_config *cfg,
                     char *err, size_t errlen);
 
+/* A volume file that is not (yet) in volumes_dir: file names it in
+ * messages, text (len bytes) is its content.
+ */
+struct gw_extra_volume {
+  const char *file;
+  const char *text;
+  size_t len;
+};
+
+/* gw_config_load, then extra as if it were volumes_dir/NAME.json (in
+ * place of the file of that name, if there is one; its name is not
+ * checked against a file name).  The extra volume is the last of
+ * cfg->volumes.  The main file must have volumes_dir.
+ */
+int gw_config_load_extra (const char *file, const struct gw_extra_volume *extra,
+                          bool check_paths, struct gw_config *cfg, char *err,
+                          size_t errlen);
+
 /* The same from a string (file is only used in messages). */
 int gw_config_parse (const char *file, const char *text, bool check_paths,
                      struct gw_config *cfg, char *err, size_t errlen);
 
 /* Free everything *cfg holds and zero it. */
 void gw_config_free (struct gw_config *cfg);
+
+/* s is a volume name: [A-Za-z0-9._-]{1,64}. */
+bool gw_is_volume_name (const char *s);
 
 /* The volume named name, or NULL. */
 const struct gw_volume *gw_config_find (const struct gw_config *cfg,

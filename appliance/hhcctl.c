@@ -7,6 +7,7 @@
  *   hhcctl recover --log PATH [--log PATH...] --backend PATH|NBD-URI
  *   hhcctl status  [--run-dir DIR] [--json]
  *   hhcctl drain   [--run-dir DIR] [--quiet] VOLUME
+ *   hhcctl volume  add|remove|list [--config FILE] [--wait S] ...
  */
 #include <config.h>
 
@@ -15,6 +16,7 @@
 
 #include "hhcctl.h"
 #include "hhcctl-live.h"
+#include "hhcctl-volume.h"
 
 struct command {
   const char *name;
@@ -39,6 +41,8 @@ static const struct command commands[] = {
     "the volumes of a running hhc-gateway" },
   { "drain", hhcctl_drain, "[--run-dir DIR] [--quiet] VOLUME",
     "write back every dirty block of a volume (progress bar)" },
+  { "volume", hhcctl_volume, "add|remove|list [--config FILE] ...",
+    "add or remove a volume of a running hhc-gateway (volumes_dir)" },
 };
 
 static void

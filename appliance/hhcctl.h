@@ -9,6 +9,8 @@
  *   hhcctl-recover.c    hhcctl recover
  *   hhcctl-mttdl.c      hhcctl mttdl (the model is mttdl.c)
  *   hhcctl-live.c       hhcctl status and drain (a running gateway)
+ *   hhcctl-volume.c     hhcctl volume add, remove, list (volumes_dir;
+ *                       hhcctl-gwrun.c talks to the gateway)
  *
  * check, format and recover work on devices no gateway has open (a
  * running gateway holds an exclusive flock on each; check reads

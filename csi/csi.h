@@ -74,9 +74,9 @@ enum csi_backend_type { CSI_FILE, CSI_COS, CSI_ISCSI };
 #define CSI_MAX_LUNS 64
 #define CSI_MAX_LOGS 8
 
-struct csi_lun { /* iscsi: one pre-provisioned LUN, a static volume */
-  char *name;    /* the volume id's NAME part */
-  char *url;     /* iscsi://host[:port]/iqn/lun */
+struct csi_lun {   /* iscsi: one pre-provisioned LUN, a static volume */
+  char *name;      /* the volume id's NAME part */
+  char *url;       /* iscsi://host[:port]/iqn/lun */
   char *chap_file; /* or NULL */
 };
 
@@ -107,9 +107,9 @@ struct csi_node_conf {
   char *log_dirs[CSI_MAX_LOGS]; /* per volume: DIR/EXPORT.log each */
   unsigned nlog_dirs;
   uint64_t log_size;
-  char *mode;      /* default "hhc" */
-  char *state_dir; /* hhc-csi's own records and secrets files */
-  char *attach;    /* "auto" (default), "nbd", "nbdfuse" */
+  char *mode;           /* default "hhc" */
+  char *state_dir;      /* hhc-csi's own records and secrets files */
+  char *attach;         /* "auto" (default), "nbd", "nbdfuse" */
   unsigned max_volumes; /* NodeGetInfo; staging more: RESOURCE_EXHAUSTED */
   unsigned wait_s;      /* bound on waiting for the gateway; default 120 */
 };
@@ -155,6 +155,8 @@ int csi_volid_parse (const struct csi_conf *c, const char *id,
                      struct csi_volid *v, struct csi_err *e);
 /* Whether name is a valid NAME (CreateVolume's name). */
 bool csi_name_valid (const char *name);
+/* Whether name is a valid backend name, [a-z0-9-]{1,16}. */
+bool csi_backend_name_valid (const char *name);
 
 /* ---- Parameters: StorageClass parameters and volume context ----
  *
@@ -193,8 +195,7 @@ struct csi_volume_out {
   size_t nctx;
 };
 
-int csi_create_volume (const struct csi_conf *c,
-                       const struct csi_create_req *r,
+int csi_create_volume (const struct csi_conf *c, const struct csi_create_req *r,
                        struct csi_volume_out *out, struct csi_err *e);
 /* A missing volume is success (idempotent); a claimed (staged) one is
  * FAILED_PRECONDITION.
@@ -212,8 +213,8 @@ struct csi_stage_req {
   const char *node_id;
   const char *volume_id;
   const char *staging_path;
-  bool block;            /* access type block, else mount */
-  const char *fs_type;   /* mount: "" or NULL = ext4 */
+  bool block;                     /* access type block, else mount */
+  const char *fs_type;            /* mount: "" or NULL = ext4 */
   const char *const *mount_flags; /* mount: never logged */
   size_t nflags;
   bool readonly; /* an access mode that only reads */
@@ -233,8 +234,8 @@ struct csi_publish_req {
   const char *const *mount_flags;
   size_t nflags;
 };
-int csi_node_publish (const struct csi_conf *c,
-                      const struct csi_publish_req *r, struct csi_err *e);
+int csi_node_publish (const struct csi_conf *c, const struct csi_publish_req *r,
+                      struct csi_err *e);
 int csi_node_unpublish (const struct csi_conf *c, const char *volume_id,
                         const char *target_path, struct csi_err *e);
 
