@@ -316,6 +316,18 @@ attach_detach (const struct csi_node_conf *n, struct attach *a,
   return r;
 }
 
+bool
+attach_reaches (const char *dev)
+{
+  static __thread char block[4096] __attribute__ ((aligned (4096)));
+  int fd = open (dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  bool ok = pread (fd, block, sizeof block, 0) == (ssize_t)sizeof block;
+  close (fd);
+  return ok;
+}
+
 int
 attach_dev_size (const char *dev, uint64_t *size, struct csi_err *e)
 {

@@ -82,14 +82,49 @@ unclaim (const struct csi_conf *c, const char *node_id,
   return rec_delete (n, v->export_name, e);
 }
 
+/* Unmount the staging path.  When the device no longer reaches the
+ * gateway (it restarted after a crash: neither nbdfuse nor an NBD
+ * connection reconnects), the unmount's own writes are lost, but the
+ * file system's journal is in the volume with everything fsync'd:
+ * the volume is attached afresh, mounted (the journal replayed) and
+ * unmounted again, so that the drain leaves a clean file system in
+ * the backend.
+ */
+static int
+unmount_staged (const struct csi_conf *c, struct rec *rec, struct csi_err *e)
+{
+  const struct csi_node_conf *n = &c->node;
+  char fuse[PATH_MAX];
+  bool lost = !attach_reaches (rec->att.dev);
+  if (mnt_umount (rec->staging_path, e) < 0 || !lost)
+    return lost ? -1 : 0;
+  csi_log ("volume %s: its device lost the gateway: attached again to "
+           "replay the file system's journal",
+           rec->volume_id);
+  rec->step = REC_ATTACHED;
+  if (attach_detach (n, &rec->att, e) < 0)
+    return -1;
+  rec->step = REC_ADDED;
+  rec_file (n, rec->export_name, ".fuse", fuse, sizeof fuse);
+  if (rec_save (n, rec, e) < 0
+      || attach_device (n, rec->export_name, fuse, false, &rec->att, e) < 0)
+    return -1;
+  rec->step = REC_ATTACHED;
+  if (rec_save (n, rec, e) < 0
+      || mnt_mount (rec->att.dev, rec->staging_path, rec->fs_type, NULL, 0,
+                    false, e)
+             < 0)
+    return -1;
+  return mnt_umount (rec->staging_path, e);
+}
+
 /* Undo rec's steps from the last one down (the table above). */
 static int
 teardown (const struct csi_conf *c, const char *node_id,
           const struct csi_volid *v, struct rec *rec, struct csi_err *e)
 {
   const struct csi_node_conf *n = &c->node;
-  if (rec->step == REC_STAGED && !rec->block
-      && mnt_umount (rec->staging_path, e) < 0)
+  if (rec->step == REC_STAGED && !rec->block && unmount_staged (c, rec, e) < 0)
     return -1;
   if (rec->step >= REC_ATTACHED)
     {

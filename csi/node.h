@@ -96,6 +96,10 @@ int attach_device (const struct csi_node_conf *n, const char *export_name,
 /* Detach a (success when it is gone already). */
 int attach_detach (const struct csi_node_conf *n, struct attach *a,
                    struct csi_err *e);
+/* Whether a read of dev's first block succeeds (the device still
+ * reaches the gateway).
+ */
+bool attach_reaches (const char *dev);
 /* The size of block device dev in bytes, -1 with *e set on error. */
 int attach_dev_size (const char *dev, uint64_t *size, struct csi_err *e);
 
