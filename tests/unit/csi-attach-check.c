@@ -1,0 +1,202 @@
+/* tests/test-csi-attach.sh's program: hhc-csi's node helpers (run.c,
+ * mount.c, attach.c) on a real NBD server.
+ *
+ *   csi-attach-check SOCKET DIR
+ *
+ * attaches export "vol" of the server on SOCKET (node.attach from
+ * $HHC_CSI_ATTACH, default auto), makes a file system because the disk
+ * is blank, mounts it at a staging directory whose name needs
+ * mountinfo's escapes, publishes it read-only by bind mounts (a
+ * directory and, block access, the device on a file), unmounts and
+ * detaches; then attaches again: the file system is found (no second
+ * mkfs) with the file written the first time.  DIR/attached holds the
+ * device and nbdfuse's PID while attached, for the script's cleanup.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node.h"
+
+/* csi-util.c's two, as hhc-csi has them. */
+int
+csi_fail (struct csi_err *e, enum csi_code code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  e->code = code;
+  vsnprintf (e->msg, sizeof e->msg, fmt, ap);
+  va_end (ap);
+  return -1;
+}
+
+void
+csi_log (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  fputs ("hhc-csi: ", stderr);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+}
+
+static struct csi_err err;
+
+#define CHECK(cond)                                                            \
+  do                                                                           \
+    {                                                                          \
+      if (!(cond))                                                             \
+        {                                                                      \
+          fprintf (stderr, "csi-attach-check:%d: %s failed (%s)\n", __LINE__,  \
+                   #cond, err.msg);                                            \
+          exit (1);                                                            \
+        }                                                                      \
+    }                                                                          \
+  while (0)
+
+static void
+write_file (const char *path, const char *text)
+{
+  FILE *f = fopen (path, "w");
+  CHECK (f != NULL);
+  fprintf (f, "%s", text);
+  fclose (f);
+}
+
+static void
+test_run (void)
+{
+  struct run_res r;
+  const char *cat[] = { "cat", NULL };
+  CHECK (run_prog (cat, "in\nput", 8, 10, &r) == 0);
+  CHECK (r.status == 0 && strcmp (r.out, "in\nput") == 0);
+  const char *slow[] = { "sleep", "30", NULL };
+  CHECK (run_prog (slow, NULL, 0, 1, &r) == 0);
+  CHECK (r.timed_out && r.status == -1);
+  const char *none[] = { "/nonexistent/prog", NULL };
+  CHECK (run_prog (none, NULL, 0, 10, &r) == 0 && r.status == 127);
+  CHECK (strstr (run_line (&r), "No such file") != NULL);
+  CHECK (mnt_fs_supported ("xfs") && !mnt_fs_supported ("btrfs"));
+}
+
+/* Publish read-only: a directory (a write is EROFS) and the device on
+ * a file (its size; a read-only device is tested in main).
+ */
+static void
+test_publish (const char *dir, const char *stage, const char *dev)
+{
+  char target[512], blk[512], path[600];
+  snprintf (target, sizeof target, "%s/target", dir);
+  snprintf (blk, sizeof blk, "%s/blk", dir);
+  CHECK (mkdir (target, 0755) == 0);
+  CHECK (mnt_bind (stage, target, true, &err) == 0);
+  CHECK (mnt_is_mounted (target) == 1);
+  snprintf (path, sizeof path, "%s/new", target);
+  CHECK (open (path, O_WRONLY | O_CREAT, 0644) < 0 && errno == EROFS);
+  write_file (blk, "");
+  CHECK (mnt_bind (dev, blk, true, &err) == 0);
+  uint64_t size;
+  CHECK (attach_dev_size (blk, &size, &err) == 0 && size == 64 << 20);
+  CHECK (mnt_umount (blk, &err) == 0 && mnt_umount (target, &err) == 0);
+  CHECK (mnt_is_mounted (target) == 0 && mnt_is_mounted (blk) == 0);
+  CHECK (mnt_umount (target, &err) == 0); /* not mounted: success */
+}
+
+/* A write to the read-only device fails (the kernel says EPERM). */
+static void
+check_ro_device (const char *dev)
+{
+  static char block[4096] __attribute__ ((aligned (4096)));
+  int fd = open (dev, O_WRONLY | O_DIRECT);
+  CHECK (fd < 0 || pwrite (fd, block, sizeof block, 0) < 0);
+  if (fd >= 0)
+    close (fd);
+}
+
+static void
+note_attached (const char *dir, const struct attach *a)
+{
+  char path[512], text[128];
+  snprintf (path, sizeof path, "%s/attached", dir);
+  snprintf (text, sizeof text, "%s %d\n", a->dev, (int)a->fuse_pid);
+  write_file (path, text);
+}
+
+/* Detach, then nothing may be left: no loop device on the file, no
+ * FUSE mount, no nbdfuse.
+ */
+static void
+detach_all (const struct csi_node_conf *n, struct attach *a)
+{
+  struct attach was = *a;
+  char sys[sizeof was.dev + 64];
+  CHECK (attach_detach (n, a, &err) == 0);
+  if (was.kind == ATTACH_LOOP)
+    {
+      snprintf (sys, sizeof sys, "/sys/block/%.60s/loop/backing_file",
+                was.dev + 5);
+      CHECK (access (sys, F_OK) < 0);
+      CHECK (mnt_is_mounted (was.fuse_dir) == 0);
+      CHECK (run_ended (was.fuse_pid));
+      CHECK (access (was.fuse_dir, F_OK) < 0);
+    }
+  CHECK (attach_detach (n, a, &err) == 0); /* again: nothing to do */
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc != 3)
+    {
+      fprintf (stderr, "usage: csi-attach-check SOCKET DIR\n");
+      return 2;
+    }
+  const char *dir = argv[2];
+  struct csi_node_conf n = { .nbd_socket = argv[1], .wait_s = 30 };
+  n.attach = getenv ("HHC_CSI_ATTACH") ? getenv ("HHC_CSI_ATTACH") : "auto";
+  char fuse[512], stage[512], path[600], buf[64] = "";
+  struct attach a;
+  const char *const flags[] = { "noatime" };
+  test_run ();
+  snprintf (fuse, sizeof fuse, "%s/vol.fuse", dir);
+  snprintf (stage, sizeof stage, "%s/st age\\x", dir);
+  CHECK (mkdir (stage, 0755) == 0);
+
+  CHECK (attach_device (&n, "vol", fuse, false, &a, &err) == 0);
+  note_attached (dir, &a);
+  printf ("attached %s (direct I/O %s)\n", a.dev, a.direct_io ? "on" : "off");
+  CHECK (mnt_has_fs (a.dev, &err) == 0);
+  CHECK (mnt_mkfs (a.dev, "ext4", &err) == 0);
+  CHECK (mnt_has_fs (a.dev, &err) == 1);
+  CHECK (mnt_mount (a.dev, stage, "ext4", flags, 1, false, &err) == 0);
+  CHECK (mnt_is_mounted (stage) == 1);
+  snprintf (path, sizeof path, "%s/hello", stage);
+  write_file (path, "hello\n");
+  test_publish (dir, stage, a.dev);
+  CHECK (mnt_umount (stage, &err) == 0 && mnt_is_mounted (stage) == 0);
+  detach_all (&n, &a);
+
+  /* Staged read-only: a read-only device, so the file system is kept
+   * and a write through a block publish fails too.
+   */
+  CHECK (attach_device (&n, "vol", fuse, true, &a, &err) == 0);
+  note_attached (dir, &a);
+  CHECK (mnt_has_fs (a.dev, &err) == 1); /* no second mkfs */
+  CHECK (mnt_mount (a.dev, stage, "ext4", NULL, 0, true, &err) == 0);
+  FILE *f = fopen (path, "r");
+  CHECK (f && fgets (buf, sizeof buf, f) && strcmp (buf, "hello\n") == 0);
+  fclose (f);
+  check_ro_device (a.dev);
+  CHECK (mnt_umount (stage, &err) == 0);
+  detach_all (&n, &a);
+  printf ("ok\n");
+  return 0;
+}
