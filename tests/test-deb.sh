@@ -36,7 +36,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(nbdkit-hhc-filter nbdkit-cos-plugin nbdkit-hhciscsi-plugin
-  hhc-gateway)
+  hhc-gateway hhc-csi)
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   case $status in
@@ -132,8 +132,12 @@ for plugin in cos hhciscsi hhcroute; do
     { cat "$tmp/dump"; fail "nbdkit $plugin --dump-plugin: no name=$plugin"; }
 done
 
+# The CSI driver runs and names itself.
+hhc-csi --version | grep -q '(hhc.csi.hhc-gateway.io)$' ||
+  fail "hhc-csi --version does not name the driver"
+
 for page in 1:nbdkit-hhc-filter 1:nbdkit-cos-plugin 1:nbdkit-hhciscsi-plugin \
-            8:hhc-gateway 8:hhcctl 5:hhc-gateway.json; do
+            8:hhc-gateway 8:hhcctl 5:hhc-gateway.json 8:hhc-csi; do
   man -w "${page%%:*}" "${page#*:}" >/dev/null ||
     fail "man -w ${page%%:*} ${page#*:}: not installed"
 done
