@@ -50,10 +50,13 @@ cfg_parse_voldir_key (struct ctx *c, const struct at *root,
   return cfg_must_exist (c, &a, dirname (parent), true);
 }
 
+/* A volume name; never hidden (".x.json" would be skipped in a
+ * volumes_dir, so the volume would never be served).
+ */
 bool
 gw_is_volume_name (const char *s)
 {
-  return cfg_is_name (s, "._-", 64);
+  return s[0] != '.' && cfg_is_name (s, "._-", 64);
 }
 
 /* The object root of file (want: the name it must have, or NULL),

@@ -46,6 +46,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
@@ -55,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -80,17 +82,30 @@ usage (FILE *f)
 /* RUN/hhc-gateway.pid, for tools that send SIGHUP (written whole
  * before it is renamed into place).
  */
+/* RUN/hhc-gateway.pid, written through a hidden temporary file and
+ * renamed.  The gateway holds an exclusive flock on it for its whole
+ * life (the descriptor is close-on-exec, so no child inherits it):
+ * hhcctl signals the PID only while the lock is held, so a PID file
+ * left by a gateway that was killed never sends SIGHUP to another
+ * process that got its PID.
+ */
 static int
 write_pid_file (void)
 {
   HHC_CLEANUP_FREE char *pid = run_path ("hhc-gateway", ".pid");
   HHC_CLEANUP_FREE char *tmp = run_path (".hhc-gateway", ".pid.tmp");
-  FILE *f = fopen (tmp, "w");
+  static int fd = -1;
+  char text[32];
+  int n = snprintf (text, sizeof text, "%d\n", (int)getpid ());
 
-  if (f == NULL || fprintf (f, "%d\n", (int)getpid ()) < 0 || fclose (f) == EOF
-      || rename (tmp, pid) == -1)
+  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd == -1 || flock (fd, LOCK_EX | LOCK_NB) == -1
+      || write (fd, text, n) != n || rename (tmp, pid) == -1)
     {
       msg ("%s: %m", pid);
+      if (fd != -1)
+        close (fd);
+      fd = -1;
       return -1;
     }
   return 0;
@@ -121,6 +136,26 @@ prepare_run_dir (void)
   return write_pid_file ();
 }
 
+/* The signals the gateway reads through a signalfd, blocked in *set. */
+static void
+block_signals_in (sigset_t *set)
+{
+  sigemptyset (set);
+  sigaddset (set, SIGCHLD);
+  sigaddset (set, SIGTERM);
+  sigaddset (set, SIGINT);
+  sigaddset (set, SIGHUP);
+  sigprocmask (SIG_BLOCK, set, NULL);
+}
+
+static void
+block_signals (void)
+{
+  sigset_t set;
+
+  block_signals_in (&set);
+}
+
 /* SIGCHLD, SIGTERM, SIGINT and SIGHUP through a signalfd (-1: said
  * why); SIGPIPE ignored.
  */
@@ -130,12 +165,7 @@ signals_fd (void)
   sigset_t set;
   int sfd;
 
-  sigemptyset (&set);
-  sigaddset (&set, SIGCHLD);
-  sigaddset (&set, SIGTERM);
-  sigaddset (&set, SIGINT);
-  sigaddset (&set, SIGHUP);
-  sigprocmask (SIG_BLOCK, &set, NULL);
+  block_signals_in (&set);
   signal (SIGPIPE, SIG_IGN);
   sfd = signalfd (-1, &set, SFD_CLOEXEC);
   if (sfd == -1)
@@ -297,6 +327,7 @@ main (int argc, char **argv)
       gw_config_free (&cfg);
       return EXIT_SUCCESS;
     }
+  block_signals (); /* before the PID file tells hhcctl where to send them */
   r = prepare_run_dir () == 0 && serve () == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
   gw_config_free (&cfg);
   return r;

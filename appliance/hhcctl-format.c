@@ -201,6 +201,20 @@ format_write (struct format_job *j)
 }
 
 int
+hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs)
+{
+  struct format_job j = { .ls.paths = j.logs, .cache = cache };
+  int r;
+
+  for (unsigned i = 0; i < nlogs && i < HHC_MAX_LOGS; i++)
+    j.logs[j.ls.n++] = logs[i];
+  r = format_open (&j);
+  offline_logset_close (&j.ls);
+  offline_close (j.cdev);
+  return r;
+}
+
+int
 cmd_format (int argc, char **argv)
 {
   struct format_job j = { .ls.paths = j.logs };

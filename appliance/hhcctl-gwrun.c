@@ -61,26 +61,39 @@ gwrun_answers (const char *run_dir, const char *name)
   return st != NULL;
 }
 
+/* SIGHUP to the gateway of RUN/hhc-gateway.pid, but only while the
+ * gateway holds its lock on the file (gateway.c): a file left by a
+ * gateway that was killed names a PID that may be another process's
+ * now.
+ */
 int
 gwrun_sighup (const char *run_dir, char *err, size_t errlen)
 {
   HHC_CLEANUP_FREE char *path = NULL;
-  FILE *f;
-  int pid = 0;
+  char text[32] = "";
+  int fd, pid = 0, r = 0;
+  ssize_t n;
 
   if (asprintf (&path, "%s/hhc-gateway.pid", run_dir) == -1)
     return snprintf (err, errlen, "out of memory"), -1;
-  f = fopen (path, "r");
-  if (f == NULL)
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd == -1)
     {
       int e = errno;
       snprintf (err, errlen, "%s: %m (is hhc-gateway running?)", path);
       return e == ENOENT ? -2 : -1;
     }
-  if (fscanf (f, "%d", &pid) != 1 || pid <= 1)
-    pid = 0;
-  fclose (f);
-  if (pid == 0)
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    r = -2; /* nobody holds it: stale */
+  else if ((n = read (fd, text, sizeof text - 1)) <= 0
+           || sscanf (text, "%d", &pid) != 1 || pid <= 1)
+    r = -1;
+  close (fd);
+  if (r == -2)
+    return snprintf (err, errlen,
+                     "%s: stale (no hhc-gateway holds it): not running", path),
+           -2;
+  if (r == -1)
     return snprintf (err, errlen, "%s: no PID in it", path), -1;
   if (kill (pid, SIGHUP) == -1)
     {

@@ -312,13 +312,83 @@ drain (const struct gw_config *cfg, const char *name)
   return 0;
 }
 
+/* The text of DIR/NAME.json (malloc'd), or NULL. */
+static char *
+read_volume_file (const char *dir, const char *name, size_t *len)
+{
+  HHC_CLEANUP_FREE char *path = NULL;
+  char *text = NULL;
+
+  if (asprintf (&path, "%s/%s.json", dir, name) == -1
+      || read_input (path, &text, len) != 0)
+    {
+      free (text);
+      return NULL;
+    }
+  return text;
+}
+
+/* After the stop of a drained volume: nothing may be left in its cache
+ * or log that the backend lacks (a client that wrote during the drain).
+ * If something is, the volume file goes back and the gateway serves the
+ * volume again, so its flusher writes it back and a second remove
+ * --drain finds it drained: 1 after the error line.
+ */
+static int
+check_drained (const struct vopts *o, const struct gw_config *cfg,
+               const struct gw_volume *v, const char *text, size_t len)
+{
+  char err[512];
+  int lock = -1;
+
+  if (hhcctl_written_back (v->cache, v->logs, v->nlogs) == 0)
+    return 0;
+  if (text == NULL
+      || gwrun_write (cfg->volumes_dir, v->name, text, len, err, sizeof err)
+             == -1
+      || hup_and_wait (cfg, o, v->name, true, &lock) != 0)
+    return fail ("volume %s stopped with data not written back (written "
+                 "during the drain?); it is in %s: add the volume again and "
+                 "drain it",
+                 v->name, v->cache);
+  return fail ("volume %s was written to during the drain: it is served "
+               "again, with its file back in %s; remove it again",
+               v->name, cfg->volumes_dir);
+}
+
+/* Unlink DIR/NAME.json and SIGHUP under the directory's lock (so an add
+ * of the same name cannot slip between them), then wait until it is
+ * gone; then, after a drain, check_drained.
+ */
+static int
+unlink_and_wait (const struct vopts *o, const struct gw_config *cfg,
+                 const struct gw_volume *v, const char *name)
+{
+  HHC_CLEANUP_FREE char *text = NULL;
+  char err[512];
+  size_t len = 0;
+  int lock = gwrun_lock (cfg->volumes_dir, err, sizeof err);
+
+  if (lock == -1)
+    return fail ("%s", err);
+  if (o->drain && v)
+    text = read_volume_file (cfg->volumes_dir, name, &len);
+  if (gwrun_unlink (cfg->volumes_dir, name, err, sizeof err) == -1)
+    {
+      close (lock);
+      return fail ("%s", err);
+    }
+  if (hup_and_wait (cfg, o, name, false, &lock) != 0)
+    return 1;
+  return o->drain && v ? check_drained (o, cfg, v, text, len) : 0;
+}
+
 static int
 volume_remove (const struct vopts *o, const char *name)
 {
   struct gw_config cfg;
   const struct gw_volume *v;
-  char err[512];
-  int r = 0, no_lock = -1;
+  int r = 0;
 
   if (!gw_is_volume_name (name))
     return usage_error ("\"%s\" is not a volume name", name);
@@ -333,10 +403,8 @@ volume_remove (const struct vopts *o, const char *name)
              cfg.volumes_dir);
   else if (o->drain && drain (&cfg, name))
     r = 1;
-  else if (gwrun_unlink (cfg.volumes_dir, name, err, sizeof err) == -1)
-    r = fail ("%s", err);
   else
-    r = hup_and_wait (&cfg, o, name, false, &no_lock);
+    r = unlink_and_wait (o, &cfg, v, name);
   gw_config_free (&cfg);
   return r;
 }

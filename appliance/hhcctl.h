@@ -76,8 +76,13 @@ void report_log (struct offline_logset *ls, const struct offline_cache *cc);
 
 /* ---- the commands: hhcctl NAME ARGS (argv[0] is NAME) ---- */
 
-int cmd_check (int argc, char **argv);   /* hhcctl-check.c */
-int cmd_format (int argc, char **argv);  /* hhcctl-format.c */
+int cmd_check (int argc, char **argv);  /* hhcctl-check.c */
+int cmd_format (int argc, char **argv); /* hhcctl-format.c */
+/* Whether a stopped volume's cache and logs hold nothing that is not
+ * in the backend, as format decides it (locked: not while a gateway
+ * has them open): 0 yes, 1 no (one line said why).
+ */
+int hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs);
 int cmd_recover (int argc, char **argv); /* hhcctl-recover.c */
 int cmd_mttdl (int argc, char **argv);   /* hhcctl-mttdl.c */
 

@@ -27,16 +27,21 @@ hhcctl_prog (const struct csi_node_conf *n)
   return n->hhcctl ? n->hhcctl : "hhcctl";
 }
 
-/* hhcctl volume remove --drain: exit 1 is a drain that failed. */
+/* hhcctl volume remove [--drain]: exit 1 is a drain that failed. */
 int
 gateway_remove (const struct csi_node_conf *n, const char *export_name,
-                struct csi_err *e)
+                bool drain, struct csi_err *e)
 {
   char wait[16];
   snprintf (wait, sizeof wait, "%u", n->wait_s);
   const char *argv[]
-      = { hhcctl_prog (n),   "volume", "remove", "--drain",   "--config",
-          n->gateway_config, "--wait", wait,     export_name, NULL };
+      = { hhcctl_prog (n), "volume", "remove",    "--config", n->gateway_config,
+          "--wait",        wait,     export_name, NULL,       NULL };
+  if (drain) /* before the name */
+    {
+      argv[8] = argv[7];
+      argv[7] = "--drain";
+    }
   struct run_res r;
   if (run_prog (argv, NULL, 0, n->wait_s + 60, &r) < 0)
     return csi_fail (e, CSI_INTERNAL, "%s: %s", argv[0], strerror (errno));
@@ -46,19 +51,48 @@ gateway_remove (const struct csi_node_conf *n, const char *export_name,
   return 0;
 }
 
-void
-gateway_remove_files (const struct csi_node_conf *n, const char *export_name)
+/* The volume's cache and log files, once the gateway has let them go:
+ * first `hhcctl format` (no --force), which refuses, changing nothing,
+ * while they hold anything the backend lacks or while anything has them
+ * open; only then are they unlinked.  So a drain that missed a write
+ * never costs the write.
+ */
+int
+gateway_remove_files (const struct csi_node_conf *n, const char *export_name,
+                      struct csi_err *e)
 {
-  char path[PATH_MAX];
-  snprintf (path, sizeof path, "%s/%s.cache", n->cache_dir, export_name);
-  if (unlink (path) < 0 && errno != ENOENT)
-    csi_log ("unlink %s: %s", path, strerror (errno));
-  for (unsigned i = 0; i < n->nlog_dirs; i++)
+  char paths[CSI_MAX_LOGS + 1][PATH_MAX];
+  const char *argv[2 * (CSI_MAX_LOGS + 1) + 3] = { hhcctl_prog (n), "format" };
+  size_t argc = 2, nfiles = 0;
+  struct run_res r;
+
+  for (unsigned i = 0; i <= n->nlog_dirs; i++)
     {
-      snprintf (path, sizeof path, "%s/%s.log", n->log_dirs[i], export_name);
-      if (unlink (path) < 0 && errno != ENOENT)
-        csi_log ("unlink %s: %s", path, strerror (errno));
+      char *p = paths[nfiles];
+      if (i == 0)
+        snprintf (p, PATH_MAX, "%s/%s.cache", n->cache_dir, export_name);
+      else
+        snprintf (p, PATH_MAX, "%s/%s.log", n->log_dirs[i - 1], export_name);
+      if (access (p, F_OK) == -1)
+        continue;
+      argv[argc++] = i == 0 ? "--cache" : "--log";
+      argv[argc++] = p;
+      nfiles++;
     }
+  if (nfiles == 0)
+    return 0;
+  if (run_prog (argv, NULL, 0, n->wait_s + 60, &r) < 0)
+    return csi_fail (e, CSI_INTERNAL, "%s: %s", argv[0], strerror (errno));
+  if (r.status != 0)
+    return csi_fail (e, CSI_FAILED_PRECONDITION,
+                     "%s: the cache or log still holds data the backend "
+                     "lacks, or is in use; kept: %s",
+                     export_name, run_line (&r));
+  for (size_t i = 0; i < nfiles; i++)
+    if (unlink (paths[i]) < 0 && errno != ENOENT)
+      return csi_fail (e, CSI_INTERNAL, "unlink %s: %s", paths[i],
+                       strerror (errno));
+  return 0;
 }
 
 /* The gateway's volume object (hhc-gateway.json(5) "volumes"). */

@@ -137,13 +137,20 @@ teardown (const struct csi_conf *c, const char *node_id,
     }
   if (rec->step == REC_ADDED)
     {
-      if (gateway_remove (n, v->export_name, e) < 0)
+      if (gateway_remove (n, v->export_name, true, e) < 0
+          || gateway_remove_files (n, v->export_name, e) < 0)
         return -1;
-      gateway_remove_files (n, v->export_name);
       rec->step = REC_CRED;
       if (rec_save (n, rec, e) < 0)
         return -1;
     }
+  /* Never a claim dropped while this node keeps a cache of the volume:
+   * another node may then write the backend, and the cache would serve
+   * stale blocks here (the files of a stage that failed before its add
+   * went through, say).
+   */
+  if (gateway_remove_files (n, v->export_name, e) < 0)
+    return -1;
   return unclaim (c, node_id, v, e);
 }
 
@@ -264,16 +271,31 @@ stage_steps (const struct csi_conf *c, const struct stage *s, struct rec *rec,
   rec->cred = backend_needs_credentials (&s->v);
   if (rec->cred && write_cred (n, &s->v, &s->r->secrets, e) < 0)
     return -1;
-  rec->step = REC_CRED;
+  /* A fresh add: no cache or log of an earlier life may be picked up
+   * (its clean blocks may be stale by now); format refuses if they hold
+   * data the backend lacks.
+   */
+  if (rec->step < REC_ADDED
+      && gateway_remove_files (n, s->v.export_name, e) < 0)
+    return -1;
+  rec->step = rec->step > REC_CRED ? rec->step : REC_CRED;
   if (rec_save (n, rec, e) < 0)
     return -1;
   if (gateway_add (n, &s->g, rec->cred ? cred : NULL, e) < 0)
     {
-      /* It may be there (a wait that timed out): removed, but its
-       * files are left, since the failure may be about them.
+      /* It may be there (a wait that timed out).  Never attached in this
+       * stage, so a plain remove, and the files go only if format agrees
+       * they hold nothing; else the record says "added" and an unstage
+       * drains it.
        */
       struct csi_err ignore;
-      gateway_remove (n, s->v.export_name, &ignore);
+      if (rec->step < REC_ADDED
+          && (gateway_remove (n, s->v.export_name, false, &ignore) < 0
+              || gateway_remove_files (n, s->v.export_name, &ignore) < 0))
+        {
+          rec->step = REC_ADDED;
+          rec_save (n, rec, &ignore);
+        }
       return -1;
     }
   rec->step = REC_ADDED;
@@ -363,8 +385,16 @@ csi_node_stage (const struct csi_conf *c, const struct csi_stage_req *r,
   if (backend_size (&s.v, &r->secrets, &size, e) < 0
       || backend_claim (&s.v, r->node_id, &r->secrets, e) < 0)
     return -1;
-  memset (&rec, 0, sizeof rec);
-  rec.step = REC_CLAIMED;
+  /* An earlier record keeps its step (detached by stage_again: at most
+   * "added"), so a failure now never tears down less than was done.
+   */
+  if (have == 0)
+    rec.step = rec.step < REC_ADDED ? rec.step : REC_ADDED;
+  else
+    {
+      memset (&rec, 0, sizeof rec);
+      rec.step = REC_CLAIMED;
+    }
   snprintf (rec.volume_id, sizeof rec.volume_id, "%s", s.v.id);
   snprintf (rec.export_name, sizeof rec.export_name, "%s", s.v.export_name);
   snprintf (rec.staging_path, sizeof rec.staging_path, "%s", r->staging_path);

@@ -168,7 +168,10 @@ int gateway_add (const struct csi_node_conf *n, const struct gw_vol *g,
  * failed (the volume is still there), INTERNAL on other failures.
  */
 int gateway_remove (const struct csi_node_conf *n, const char *export_name,
-                    struct csi_err *e);
-/* Unlink the volume's cache and log files (after a drain). */
-void gateway_remove_files (const struct csi_node_conf *n,
-                           const char *export_name);
+                    bool drain, struct csi_err *e);
+/* Unlink the volume's cache and log files (after a drain), once
+ * `hhcctl format` agrees they hold nothing the backend lacks and
+ * nothing has them open; else FAILED_PRECONDITION and they stay.
+ */
+int gateway_remove_files (const struct csi_node_conf *n,
+                          const char *export_name, struct csi_err *e);
