@@ -143,12 +143,41 @@ nbd_detach (struct attach *a, struct csi_err *e)
 
 /* ---- nbdfuse + loop ---- */
 
+/* Whether pid is still our nbdfuse on fuse_dir: a PID from a record
+ * may have been reused since (a restarted container, a reboot), and
+ * only that nbdfuse may be waited on or killed.
+ */
+static bool
+is_our_fuse (pid_t pid, const char *fuse_dir)
+{
+  char path[64], cmd[PATH_MAX * 2 + 64];
+  ssize_t n;
+  int fd;
+
+  snprintf (path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+    return false;
+  n = read (fd, cmd, sizeof cmd - 1);
+  close (fd);
+  if (n <= 0)
+    return false;
+  cmd[n] = '\0';
+  /* argv: nbdfuse FUSE_DIR/disk URI, NUL-separated */
+  const char *arg1 = cmd + strlen (cmd) + 1;
+  const char *base = strrchr (cmd, '/');
+  size_t dl = strlen (fuse_dir);
+  return strcmp (base ? base + 1 : cmd, "nbdfuse") == 0 && arg1 < cmd + n
+         && strncmp (arg1, fuse_dir, dl) == 0 && arg1[dl] == '/';
+}
+
 /* Unmount nbdfuse's directory and wait for the process to end. */
 static int
 fuse_stop (struct attach *a, struct csi_err *e)
 {
   if (mnt_umount (a->fuse_dir, e) < 0)
     return -1;
+  if (a->fuse_pid > 0 && !is_our_fuse (a->fuse_pid, a->fuse_dir))
+    a->fuse_pid = 0; /* ended, or not ours any more: left alone */
   for (int i = 0;
        a->fuse_pid > 0 && !run_ended (a->fuse_pid) && i < FUSE_WAIT_S * 30; i++)
     {

@@ -96,8 +96,10 @@ unmount_staged (const struct csi_conf *c, struct rec *rec, struct csi_err *e)
   const struct csi_node_conf *n = &c->node;
   char fuse[PATH_MAX];
   bool lost = !attach_reaches (rec->att.dev);
-  if (mnt_umount (rec->staging_path, e) < 0 || !lost)
-    return lost ? -1 : 0;
+  if (mnt_umount (rec->staging_path, e) < 0)
+    return -1; /* busy: nothing is detached under a live mount */
+  if (!lost)
+    return 0;
   csi_log ("volume %s: its device lost the gateway: attached again to "
            "replay the file system's journal",
            rec->volume_id);
@@ -124,7 +126,16 @@ teardown (const struct csi_conf *c, const char *node_id,
           const struct csi_volid *v, struct rec *rec, struct csi_err *e)
 {
   const struct csi_node_conf *n = &c->node;
-  if (rec->step == REC_STAGED && !rec->block && unmount_staged (c, rec, e) < 0)
+  /* "attached" may be mounted too (hhc-csi died between the mount and
+   * saving "staged").
+   */
+  if (!rec->block
+      && (rec->step == REC_STAGED
+          || (rec->step == REC_ATTACHED
+              && mnt_is_mounted (rec->staging_path) == 1))
+      && unmount_staged (c, rec, e) < 0)
+    return -1;
+  if (rec->step >= REC_ATTACHED && dev_mounted_elsewhere (rec->att.dev, e) < 0)
     return -1;
   if (rec->step >= REC_ATTACHED)
     {
@@ -253,8 +264,22 @@ stage_mount (const struct stage *s, const char *dev, struct csi_err *e)
   int has = mnt_has_fs (dev, e);
   if (has < 0)
     return -1;
-  if (!has && mnt_mkfs (dev, s->fs_type, e) < 0)
-    return -1;
+  if (!has)
+    {
+      /* blkid finds nothing on a device it cannot read, too: a file
+       * system is made only on one that reads, and reads as zeros.
+       */
+      int blank = dev_reads_blank (dev, e);
+      if (blank < 0)
+        return -1;
+      if (blank == 0)
+        return csi_fail (e, CSI_FAILED_PRECONDITION,
+                         "volume %s holds data but no file system blkid "
+                         "recognises: not formatting it",
+                         s->v.id);
+      if (mnt_mkfs (dev, s->fs_type, e) < 0)
+        return -1;
+    }
   return mnt_mount (dev, s->r->staging_path, s->fs_type, s->r->mount_flags,
                     s->r->nflags, s->r->readonly, e);
 }
@@ -335,9 +360,11 @@ stage_again (const struct csi_conf *c, const struct stage *s, struct rec *rec,
         return csi_fail (e, CSI_FAILED_PRECONDITION,
                          "volume %s is staged at %s", s->v.id,
                          rec->staging_path);
-      if (rec->block != s->r->block)
+      if (rec->block != s->r->block || rec->readonly != s->r->readonly
+          || (!rec->block && strcmp (rec->fs_type, s->fs_type) != 0))
         return csi_fail (e, CSI_ALREADY_EXISTS,
-                         "volume %s is staged with another access type",
+                         "volume %s is staged with another access type, "
+                         "access mode or file system",
                          s->v.id);
       if (stage_intact (rec))
         return 1;

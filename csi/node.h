@@ -51,6 +51,17 @@ bool run_ended (pid_t pid);
 
 /* ---- mount.c ---- */
 
+/* ---- devcheck.c ---- */
+
+/* FAILED_PRECONDITION naming the mount point when a mount of the block
+ * device dev is left (a publish not unpublished); 0 when none is.
+ */
+int dev_mounted_elsewhere (const char *dev, struct csi_err *e);
+/* Whether the device's first and last MiB read as zeros (O_DIRECT):
+ * 1 yes, 0 no (it holds data), -1 UNAVAILABLE when a read fails.
+ */
+int dev_reads_blank (const char *dev, struct csi_err *e);
+
 /* Whether path is a mount point (/proc/self/mountinfo). -1 on error. */
 int mnt_is_mounted (const char *path);
 /* 1 when dev holds a file system (blkid -p), 0 when blank, -1 with
