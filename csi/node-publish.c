@@ -94,7 +94,9 @@ csi_node_publish (const struct csi_conf *c, const struct csi_publish_req *r,
   if (made < 0)
     return -1;
   const char *src = r->block ? rec.att.dev : rec.staging_path;
-  if (mnt_bind (src, r->target_path, r->readonly || rec.readonly, e) == 0)
+  if (mnt_bind (src, r->target_path, r->mount_flags, r->nflags,
+                r->readonly || rec.readonly, e)
+      == 0)
     return 0;
   if (made)
     remove (r->target_path);

@@ -246,6 +246,8 @@ stage_check (const struct csi_conf *c, struct stage *s, struct csi_err *e)
   if (!r->block && !mnt_fs_supported (s->fs_type))
     return csi_fail (e, CSI_INVALID_ARGUMENT,
                      "fs_type %s: only ext4 and xfs are supported", s->fs_type);
+  if (!r->block && mnt_flags_check (r->mount_flags, r->nflags, e) < 0)
+    return -1;
   s->g.mode = s->p.mode ? s->p.mode : c->node.mode ? c->node.mode : "hhc";
   if (ctx_size ("cacheSize", s->p.cache_size, c->node.cache_size,
                 &s->g.cache_size, e)

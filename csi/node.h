@@ -72,13 +72,36 @@ int mnt_has_fs (const char *dev, struct csi_err *e);
 bool mnt_fs_supported (const char *fs_type);
 /* Make fs_type on dev without discarding it. */
 int mnt_mkfs (const char *dev, const char *fs_type, struct csi_err *e);
-/* Mount dev (fs_type) on path with flags (never logged). */
+/* CSI mount flags parsed: generic options as MS_* flags, the others
+ * (file-system options, possibly secret: never logged) comma-joined.
+ */
+struct mnt_opts {
+  unsigned long flags; /* MS_* set by the generic options */
+  unsigned long named; /* MS_* a generic option set or cleared */
+  char *data;          /* the rest for mount(2), malloc'd; NULL for none */
+};
+/* Parse flags into *o (mnt_opts_free it); INVALID_ARGUMENT for an
+ * empty flag or one the driver refuses (remount, bind...).
+ */
+int mnt_opts_parse (const char *const *flags, size_t nflags, struct mnt_opts *o,
+                    struct csi_err *e);
+/* Wipe and free o's data. */
+void mnt_opts_free (struct mnt_opts *o);
+/* mnt_opts_parse's verdict alone (before anything changes). */
+int mnt_flags_check (const char *const *flags, size_t nflags,
+                     struct csi_err *e);
+/* Mount dev (fs_type) on path with flags by mount(2) (never logged);
+ * the kernel's EINVAL with file-system options is INVALID_ARGUMENT.
+ */
 int mnt_mount (const char *dev, const char *path, const char *fs_type,
                const char *const *flags, size_t nflags, bool readonly,
                struct csi_err *e);
-/* Bind-mount src on target, then remount it read-only when asked. */
-int mnt_bind (const char *src, const char *target, bool readonly,
-              struct csi_err *e);
+/* Bind-mount src on target, then remount it with the generic options
+ * of flags (nosuid, nodev, noexec, atime modes; ro when readonly);
+ * file-system options are checked but left to the staging mount.
+ */
+int mnt_bind (const char *src, const char *target, const char *const *flags,
+              size_t nflags, bool readonly, struct csi_err *e);
 /* Unmount path; success when it is not mounted. */
 int mnt_umount (const char *path, struct csi_err *e);
 

@@ -55,6 +55,12 @@ capability_ok (const csi::v1::VolumeCapability &c, std::string *why,
       *why = "volume capability: access type (block or mount) is missing";
       return false;
     }
+  for (const auto &f : c.mount ().mount_flags ())
+    if (f.empty () || f.find ('\0') != std::string::npos)
+      {
+        *why = "volume capability: a mount flag is empty or holds a NUL byte";
+        return false;
+      }
   switch (c.access_mode ().mode ())
     {
     case Mode::SINGLE_NODE_WRITER:

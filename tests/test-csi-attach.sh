@@ -2,8 +2,9 @@
 # hhc-csi's node helpers on a real NBD server: attach (nbdfuse plus a
 # loop device with direct I/O here; kernel NBD where /dev/nbd0 and
 # nbd-client exist), mkfs only when blank, mount, read-only bind
-# publishes, unmount and detach leaving no loop device, mount or
-# nbdfuse behind (tests/unit/csi-attach-check.c says the steps).
+# publishes with mount(2) (mount(8) never runs: its command line
+# would show the mount flags), unmount and detach leaving no loop
+# device, mount or nbdfuse behind (tests/unit/csi-attach-check.c says the steps).
 # Needs root (mount, losetup, FUSE): a CI run as another user fails.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
@@ -63,7 +64,17 @@ leftovers ()
 start_nbdkit -P "$tmp/nbdkit.pid" -U "$tmp/sock" memory 64M
 cleanup_fn leftovers
 
-"$check" "$tmp/sock" "$tmp"
+# mount(8) and umount(8) must not run: mount flags may hold secrets,
+# and a command line is readable by any local user.  Traps on PATH
+# record a run (never their arguments) and fail.
+mkdir "$tmp/trap"
+for prog in mount umount; do
+  printf '#!/bin/sh\necho %s >>"%s/trap/ran"\nexit 1\n' "$prog" "$tmp" \
+    >"$tmp/trap/$prog"
+  chmod +x "$tmp/trap/$prog"
+done
+PATH="$tmp/trap:$PATH" "$check" "$tmp/sock" "$tmp"
+if [ -e "$tmp/trap/ran" ]; then fail "ran: $(tr '\n' ' ' <"$tmp/trap/ran")"; fi
 
 # Nothing is left behind.
 [ -z "$(mounts_under)" ] || fail "still mounted: $(mounts_under)"

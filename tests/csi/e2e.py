@@ -95,11 +95,28 @@ def context(backend):
         return json.load(f)
 
 
+# Mount flags as Kubernetes sends a StorageClass's mountOptions: to
+# the stage and the publish alike.
+FLAGS = ["nosuid,nodev", "errors=remount-ro"]
+
+
+def mount_opts(path):
+    """The mount options of the last mount on path (mountinfo)."""
+    real, opts = os.path.realpath(path), ""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == real:
+                opts = fields[5]
+    return set(opts.split(","))
+
+
 def stage_call(c, backend, node):
     stage, _ = paths(node)
     os.makedirs(stage, exist_ok=True)
     c.call("node", "NodeStageVolume", volume_id=vol_id(backend),
-           staging_target_path=stage, volume_capability=mount_cap(),
+           staging_target_path=stage,
+           volume_capability=mount_cap(flags=FLAGS),
            secrets=secrets(backend), volume_context=context(backend))
 
 
@@ -108,8 +125,10 @@ def publish_call(c, backend, node, readonly=False):
     os.makedirs(os.path.dirname(target), exist_ok=True)
     c.call("node", "NodePublishVolume", volume_id=vol_id(backend),
            staging_target_path=stage, target_path=target,
-           volume_capability=mount_cap(), readonly=readonly,
+           volume_capability=mount_cap(flags=FLAGS), readonly=readonly,
            volume_context=context(backend))
+    if not {"nosuid", "nodev"} <= mount_opts(target):
+        fail("%s: mounted without nosuid,nodev" % target)
     return target
 
 

@@ -11,15 +11,23 @@
  * detaches; then attaches again: the file system is found (no second
  * mkfs) with the file written the first time.  DIR/attached holds the
  * device and nbdfuse's PID while attached, for the script's cleanup.
+ *
+ * Mount flags: the generic ones become mount(2) flags, the others its
+ * data (seen in mountinfo); an option the file system refuses is
+ * INVALID_ARGUMENT without its text; a publish applies its generic
+ * ones on top of the staging mount's.  The script runs this with
+ * mount(8) and umount(8) replaced by traps: neither may run.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,27 +95,146 @@ test_run (void)
   CHECK (mnt_fs_supported ("xfs") && !mnt_fs_supported ("btrfs"));
 }
 
-/* Publish read-only: a directory (a write is EROFS) and the device on
- * a file (its size; a read-only device is tested in main).
+/* Field n (1-based) of path's mountinfo line, or for n < 0 field -n
+ * after the " - " separator, copied to out.
+ */
+static void
+mountinfo_field (const char *path, int n, char *out, size_t size)
+{
+  char canon[PATH_MAX], esc[4 * PATH_MAX], *line = NULL, *d = esc;
+  size_t cap = 0;
+  CHECK (realpath (path, canon) != NULL);
+  for (const char *c = canon; *c; c++)
+    d += strchr (" \t\n\\", *c) ? sprintf (d, "\\%03o", *c)
+                                : sprintf (d, "%c", *c);
+  FILE *f = fopen ("/proc/self/mountinfo", "r");
+  CHECK (f != NULL);
+  *out = '\0';
+  while (!*out && getline (&line, &cap, f) > 0)
+    {
+      char *save = NULL, *fld[64];
+      int nf = 0, sep = -1;
+      line[strcspn (line, "\n")] = '\0';
+      for (char *t = strtok_r (line, " ", &save); t && nf < 64;
+           t = strtok_r (NULL, " ", &save))
+        {
+          if (strcmp (t, "-") == 0 && sep < 0)
+            sep = nf;
+          fld[nf++] = t;
+        }
+      if (nf < 5 || sep < 0 || strcmp (fld[4], esc) != 0)
+        continue;
+      int i = n > 0 ? n - 1 : sep - n;
+      CHECK (i < nf);
+      snprintf (out, size, "%s", fld[i]);
+    }
+  free (line);
+  fclose (f);
+  CHECK (*out);
+}
+
+/* Whether the comma-separated list holds opt. */
+static bool
+has_opt (const char *list, const char *opt)
+{
+  char l[1024], o[128];
+  snprintf (l, sizeof l, ",%s,", list);
+  snprintf (o, sizeof o, ",%s,", opt);
+  return strstr (l, o) != NULL;
+}
+
+/* The parse: generic options to MS_*, the rest (quoted commas kept)
+ * to data, refusals and empty flags INVALID_ARGUMENT.
+ */
+static void
+test_opts (void)
+{
+  struct mnt_opts o;
+  const char *const f1[] = { "noexec,nosuid",
+                             "errors=remount-ro",
+                             "defaults",
+                             "x-k8s",
+                             "context=\"a,b\"",
+                             "ro",
+                             "rw",
+                             "relatime",
+                             "noatime" };
+  CHECK (mnt_opts_parse (f1, 9, &o, &err) == 0);
+  CHECK (o.flags == (MS_NOEXEC | MS_NOSUID | MS_NOATIME));
+  CHECK (o.named & MS_RDONLY && o.named & MS_RELATIME);
+  CHECK (strcmp (o.data, "errors=remount-ro,context=\"a,b\"") == 0);
+  mnt_opts_free (&o);
+  CHECK (mnt_opts_parse (NULL, 0, &o, &err) == 0 && !o.flags && !o.data);
+  const char *const bad[][2] = {
+    { "noexec", "" }, { "noexec,", "ro" }, { "ro", "remount" }, { "bind", "ro" }
+  };
+  for (size_t i = 0; i < 4; i++)
+    {
+      err.code = CSI_OK;
+      CHECK (mnt_opts_parse (bad[i], 2, &o, &err) < 0);
+      CHECK (err.code == CSI_INVALID_ARGUMENT);
+    }
+  CHECK (strstr (err.msg, "bind") != NULL);
+}
+
+/* Staging mount flags: a refused file-system option is
+ * INVALID_ARGUMENT not naming it; the generic ones and an ext4 one show
+ * in mountinfo.
+ */
+static void
+test_stage_flags (const char *dev, const char *stage)
+{
+  const char *const secret[] = { "noexec", "hhc-secret=s3cr3t" };
+  const char *const flags[]
+      = { "noatime", "noexec,nosuid", "errors=remount-ro" };
+  char opts[512];
+  CHECK (mnt_mount (dev, stage, "ext4", secret, 2, false, &err) < 0);
+  CHECK (err.code == CSI_INVALID_ARGUMENT && !strstr (err.msg, "s3cr3t"));
+  CHECK (mnt_is_mounted (stage) == 0);
+  err.code = CSI_OK;
+  CHECK (mnt_mount (dev, stage, "ext4", flags, 3, false, &err) == 0);
+  mountinfo_field (stage, 6, opts, sizeof opts);
+  CHECK (has_opt (opts, "rw") && has_opt (opts, "noexec"));
+  CHECK (has_opt (opts, "nosuid") && has_opt (opts, "noatime"));
+  mountinfo_field (stage, -3, opts, sizeof opts);
+  CHECK (has_opt (opts, "errors=remount-ro"));
+}
+
+/* Publish read-only: a directory (a write is EROFS; the staging
+ * mount's flags kept, the publish's nodev added, its ext4 option left
+ * to the staging mount) and the device on a file (its size; a
+ * read-only device is tested in main).  Then a writable publish whose
+ * "exec" clears the staging mount's noexec.
  */
 static void
 test_publish (const char *dir, const char *stage, const char *dev)
 {
-  char target[512], blk[512], path[600];
+  char target[512], blk[512], path[600], opts[512];
+  const char *const flags[] = { "nodev", "errors=remount-ro" };
+  const char *const exec[] = { "exec" };
   snprintf (target, sizeof target, "%s/target", dir);
   snprintf (blk, sizeof blk, "%s/blk", dir);
   CHECK (mkdir (target, 0755) == 0);
-  CHECK (mnt_bind (stage, target, true, &err) == 0);
+  CHECK (mnt_bind (stage, target, flags, 2, true, &err) == 0);
   CHECK (mnt_is_mounted (target) == 1);
+  mountinfo_field (target, 6, opts, sizeof opts);
+  CHECK (has_opt (opts, "ro") && has_opt (opts, "nodev"));
+  CHECK (has_opt (opts, "noexec") && has_opt (opts, "nosuid"));
+  CHECK (has_opt (opts, "noatime"));
   snprintf (path, sizeof path, "%s/new", target);
   CHECK (open (path, O_WRONLY | O_CREAT, 0644) < 0 && errno == EROFS);
   write_file (blk, "");
-  CHECK (mnt_bind (dev, blk, true, &err) == 0);
+  CHECK (mnt_bind (dev, blk, NULL, 0, true, &err) == 0);
   uint64_t size;
   CHECK (attach_dev_size (blk, &size, &err) == 0 && size == 64 << 20);
   CHECK (mnt_umount (blk, &err) == 0 && mnt_umount (target, &err) == 0);
   CHECK (mnt_is_mounted (target) == 0 && mnt_is_mounted (blk) == 0);
   CHECK (mnt_umount (target, &err) == 0); /* not mounted: success */
+  CHECK (mnt_bind (stage, target, exec, 1, false, &err) == 0);
+  mountinfo_field (target, 6, opts, sizeof opts);
+  CHECK (has_opt (opts, "rw") && !has_opt (opts, "noexec"));
+  CHECK (has_opt (opts, "nosuid"));
+  CHECK (mnt_umount (target, &err) == 0);
 }
 
 /* A write to the read-only device fails (the kernel says EPERM). */
@@ -164,8 +291,8 @@ main (int argc, char **argv)
   n.attach = getenv ("HHC_CSI_ATTACH") ? getenv ("HHC_CSI_ATTACH") : "auto";
   char fuse[512], stage[512], path[600], buf[64] = "";
   struct attach a;
-  const char *const flags[] = { "noatime" };
   test_run ();
+  test_opts ();
   snprintf (fuse, sizeof fuse, "%s/vol.fuse", dir);
   snprintf (stage, sizeof stage, "%s/st age\\x", dir);
   CHECK (mkdir (stage, 0755) == 0);
@@ -176,7 +303,7 @@ main (int argc, char **argv)
   CHECK (mnt_has_fs (a.dev, &err) == 0);
   CHECK (mnt_mkfs (a.dev, "ext4", &err) == 0);
   CHECK (mnt_has_fs (a.dev, &err) == 1);
-  CHECK (mnt_mount (a.dev, stage, "ext4", flags, 1, false, &err) == 0);
+  test_stage_flags (a.dev, stage);
   CHECK (mnt_is_mounted (stage) == 1);
   snprintf (path, sizeof path, "%s/hello", stage);
   write_file (path, "hello\n");
