@@ -69,8 +69,9 @@ static int
 load_backend (struct ctx *x, const char *name, json_t *o, struct csi_backend *b)
 {
   static const char *const keys[]
-      = { "type",   "dir",        "max_size", "endpoint",    "bucket", "region",
-          "prefix", "tls_verify", "ca_file",  "object_size", "luns",   "claims_dir", NULL };
+      = { "type",   "dir",        "max_size",   "endpoint", "bucket",
+          "region", "prefix",     "tls_verify", "ca_file",  "object_size",
+          "luns",   "claims_dir", NULL };
   char path[64], *type = NULL;
   int r = -1;
 

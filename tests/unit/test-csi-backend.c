@@ -59,13 +59,13 @@ setup_file (void **state)
    */
   snprintf (claims, sizeof claims, "%s/claims", dir);
   assert_int_equal (mkdir (claims, 0700), 0);
-  conf.backends[1] = (struct csi_backend){
-    .name = (char *)"i",
-    .type = CSI_ISCSI,
-    .claims_dir = getenv ("HHC_CSI_CLAIMS_DIR") ? getenv ("HHC_CSI_CLAIMS_DIR")
+  conf.backends[1]
+      = (struct csi_backend){ .name = (char *)"i",
+                              .type = CSI_ISCSI,
+                              .claims_dir = getenv ("HHC_CSI_CLAIMS_DIR")
+                                                ? getenv ("HHC_CSI_CLAIMS_DIR")
                                                 : claims,
-    .nluns = 1
-  };
+                              .nluns = 1 };
   conf.backends[1].luns[0] = (struct csi_lun){
     .name = (char *)"lun1",
     .url = getenv ("HHC_CSI_ISCSI_URL"),
