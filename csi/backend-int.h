@@ -37,10 +37,16 @@ char *cos_gateway_json (const struct csi_volid *v, const char *cred_file,
  */
 extern unsigned cos_list_max_keys;
 
-/* backend-iscsi.c: the config's pre-provisioned LUNs */
+/* backend-iscsi.c: the config's pre-provisioned LUNs; claims
+ * CLAIMS_DIR/LUN.claim
+ */
 int iscsi_create (const struct csi_volid *v, struct csi_err *e);
 int iscsi_delete (const struct csi_volid *v, struct csi_err *e);
 int iscsi_size (const struct csi_volid *v, uint64_t *size, struct csi_err *e);
+int iscsi_claim (const struct csi_volid *v, const char *node_id,
+                 struct csi_err *e);
+int iscsi_release (const struct csi_volid *v, const char *node_id,
+                   struct csi_err *e);
 char *iscsi_gateway_json (const struct csi_volid *v, struct csi_err *e);
 
 /* backend.c: the JSON text of OBJ (a jansson json_t *, stolen), or

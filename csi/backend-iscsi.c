@@ -3,8 +3,11 @@
  * CreateVolume refuses, DeleteVolume succeeds without touching the
  * LUN's data, the size is the LUN's READ CAPACITY(16) through
  * libiscsi's sync API (CHAP from the LUN's chap_file: user on line 1,
- * password on line 2, never on a command line).  There is no claim:
- * a LUN has no place for one every node sees (a documented gap).
+ * password on line 2, never on a command line).  A LUN's claim is
+ * CLAIMS_DIR/LUN.claim, made as the file backend makes its claims
+ * (claim-file.c); CLAIMS_DIR is a directory every node and the
+ * controller mount (an NFS export; a hostPath on a single node), so no
+ * node stages a LUN another one holds.
  */
 #include <config.h>
 
@@ -20,6 +23,7 @@
 #endif
 
 #include "backend-int.h"
+#include "claim-file.h"
 
 #define CSI_INITIATOR "iqn.2026-01.org.hhc-gateway:hhc-csi"
 
@@ -46,11 +50,14 @@ iscsi_create (const struct csi_volid *v, struct csi_err *e)
 }
 
 /* A static volume outlives its PersistentVolume: the LUN and its data
- * stay as they are.
+ * stay as they are.  A claimed one is refused all the same (it is
+ * staged somewhere).
  */
 int
 iscsi_delete (const struct csi_volid *v, struct csi_err *e)
 {
+  if (cf_claim_check (v->backend->claims_dir, v->name, v->id, e) == -1)
+    return -1;
   if (find_lun (v, e) == NULL)
     {
       /* not (or no longer) configured: nothing to delete */
@@ -62,6 +69,22 @@ iscsi_delete (const struct csi_volid *v, struct csi_err *e)
            "it is",
            v->id);
   return 0;
+}
+
+/* Only a configured LUN is claimed. */
+int
+iscsi_claim (const struct csi_volid *v, const char *node_id, struct csi_err *e)
+{
+  if (find_lun (v, e) == NULL)
+    return -1;
+  return cf_claim (v->backend->claims_dir, v->name, v->id, node_id, e);
+}
+
+int
+iscsi_release (const struct csi_volid *v, const char *node_id,
+               struct csi_err *e)
+{
+  return cf_release (v->backend->claims_dir, v->name, v->id, node_id, e);
 }
 
 #ifdef HHC_CSI_LIBISCSI

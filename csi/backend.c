@@ -4,7 +4,7 @@
  *   type   volume                 claim               delete
  *   file   DIR/NAME.img (sparse)  DIR/NAME.claim      the image
  *   cos    PREFIX/NAME/...        .../hhc-csi.claim   every object
- *   iscsi  a configured LUN       none (a gap)        nothing (static)
+ *   iscsi  a configured LUN       CLAIMS_DIR/LUN.claim nothing (static)
  */
 #include <config.h>
 
@@ -66,9 +66,6 @@ backend_size (const struct csi_volid *v, const struct csi_map *secrets,
                    v->backend->name);
 }
 
-/* iscsi has no claim: a LUN has no place to keep one that every node
- * sees (hhc-csi(8) "A NODE THAT DIES" says so).
- */
 int
 backend_claim (const struct csi_volid *v, const char *node_id,
                const struct csi_map *secrets, struct csi_err *e)
@@ -80,7 +77,7 @@ backend_claim (const struct csi_volid *v, const char *node_id,
     case CSI_COS:
       return cos_claim (v, node_id, secrets, e);
     case CSI_ISCSI:
-      return 0;
+      return iscsi_claim (v, node_id, e);
     }
   return csi_fail (e, CSI_INTERNAL, "backend %s: unknown type",
                    v->backend->name);
@@ -97,7 +94,7 @@ backend_release (const struct csi_volid *v, const char *node_id,
     case CSI_COS:
       return cos_release (v, node_id, secrets, e);
     case CSI_ISCSI:
-      return 0;
+      return iscsi_release (v, node_id, e);
     }
   return csi_fail (e, CSI_INTERNAL, "backend %s: unknown type",
                    v->backend->name);

@@ -4,10 +4,11 @@
  * A claim records which node has a volume staged: its dirty blocks
  * live in that node's cache and log until NodeUnstageVolume drains
  * them, so no other node may stage it meanwhile (hhc-csi(8) "A NODE
- * THAT DIES").  file: DIR/NAME.claim made with O_EXCL; cos: the object
- * PREFIX/NAME/hhc-csi.claim made with If-None-Match; iscsi: no claim
- * (the LUN has no place for one), said in the man page.  A claim holds
- * the node id on its first line.
+ * THAT DIES").  file: DIR/NAME.claim made with link() (EEXIST when
+ * taken); cos: the object PREFIX/NAME/hhc-csi.claim made with
+ * If-None-Match; iscsi: CLAIMS_DIR/LUN.claim, made as the file
+ * backend's (claim-file.c) in a directory every node mounts.  A claim
+ * holds the node id on its first line.
  */
 #ifndef HHC_CSI_BACKEND_H
 #define HHC_CSI_BACKEND_H

@@ -48,12 +48,30 @@ load_luns (struct ctx *x, const char *path, json_t *luns, struct csi_backend *b)
   return 0;
 }
 
+/* claims_dir (required: no claim, no fencing) and the LUNs. */
+static int
+load_iscsi (struct ctx *x, const char *path, json_t *o, struct csi_backend *b)
+{
+  if (json_object_get (o, "claims_dir") == NULL)
+    {
+      snprintf (x->err, x->errlen,
+                "%s: %s.claims_dir is missing: iSCSI LUNs are fenced by "
+                "claim files in a directory every node shares",
+                x->file, path);
+      return -1;
+    }
+  if (cj_str (x, path, o, "claims_dir", true, &b->claims_dir) == -1)
+    return -1;
+  return load_luns (x, path, json_object_get (o, "luns"), b);
+}
+
 static int
 load_backend (struct ctx *x, const char *name, json_t *o, struct csi_backend *b)
 {
   static const char *const keys[]
-      = { "type",   "dir",        "max_size", "endpoint",    "bucket", "region",
-          "prefix", "tls_verify", "ca_file",  "object_size", "luns",   NULL };
+      = { "type",   "dir",        "max_size",   "endpoint", "bucket",
+          "region", "prefix",     "tls_verify", "ca_file",  "object_size",
+          "luns",   "claims_dir", NULL };
   char path[64], *type = NULL;
   int r = -1;
 
@@ -90,7 +108,7 @@ load_backend (struct ctx *x, const char *name, json_t *o, struct csi_backend *b)
   else if (strcmp (type, "iscsi") == 0)
     {
       b->type = CSI_ISCSI;
-      r = load_luns (x, path, json_object_get (o, "luns"), b);
+      r = load_iscsi (x, path, o, b);
     }
   else
     r = cj_bad (x, path, "type: \"%s\": expected file, cos or iscsi", type);
@@ -162,6 +180,7 @@ free_backend (struct csi_backend *b)
   free (b->region);
   free (b->prefix);
   free (b->ca_file);
+  free (b->claims_dir);
   for (unsigned i = 0; i < b->nluns; i++)
     {
       free (b->luns[i].name);

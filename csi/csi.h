@@ -10,6 +10,7 @@
  *   backend-cos.c    cos backend: a prefix in a bucket (cos-backend's
  *                    S3 client)
  *   backend-iscsi.c  iscsi backend: pre-provisioned LUNs
+ *   claim-file.c     claims as files (file and iscsi backends)
  *   backend.c        dispatch by type, claims (who has it staged)
  *   controller.c     CreateVolume, DeleteVolume, Validate...
  *   node.c           NodeStage/Unstage/Publish/Unpublish/Stats
@@ -92,6 +93,7 @@ struct csi_backend {
   char *ca_file;        /* or NULL */
   uint64_t object_size; /* for new volumes; 0: the plugin's default */
   /* iscsi */
+  char *claims_dir; /* claims CLAIMS_DIR/LUN.claim; every node mounts it */
   struct csi_lun luns[CSI_MAX_LUNS];
   unsigned nluns;
 };

@@ -96,4 +96,10 @@ broken secret-ref storageclass-cos.yaml '/node-stage-secret-namespace/d' \
   'needs csi.storage.k8s.io/node-stage-secret-namespace'
 broken static-pv iscsi-pv.yaml 's/volumeHandle: san:db1/volumeHandle: san:db9/' \
   'volumeHandle san:db9 is not'
+broken claims-mount csi-node.yaml '/name: claims, mountPath: \/var\/lib\/hhc\/claims/d' \
+  'backend san claims_dir /var/lib/hhc/claims is not mounted at .* in hhc-csi'
+broken claims-export csi-controller.yaml 's|path: /exports/hhc-claims }|path: /exports/other }|' \
+  'backend san claims_dir: .*Deployment hhc-csi-controller mounts nfs 192.0.2.20 /exports/other'
+broken claims-emptydir csi-node.yaml 's|nfs: { server: 192.0.2.20, path: /exports/hhc-claims }|emptyDir: {}|' \
+  'claims_dir /var/lib/hhc/claims is not on a volume nodes share'
 echo "$_hhc_name: conf/k8s agrees; $n broken copies refused"

@@ -145,6 +145,11 @@ def volume_id(r):
             posixpath.join(v["hostPath"]["path"], rel)))
     if "configMap" in v:
         return ("configMap", v["configMap"]["name"], rel)
+    if "nfs" in v:
+        return ("nfs", v["nfs"]["server"], posixpath.normpath(
+            posixpath.join(v["nfs"]["path"], rel)))
+    if "persistentVolumeClaim" in v:
+        return ("pvc", v["persistentVolumeClaim"]["claimName"], rel)
     return (v["name"], rel)
 
 
@@ -228,6 +233,7 @@ def check_controller(docs, name, csi, tmp):
         for bname, b in conf.get("backends", {}).items():
             if b["type"] == "file":
                 shared_dir(spec, [c], b["dir"], wname, "backend " + bname)
+        claims_dirs(spec, c, conf, wname)
     return conf
 
 
@@ -286,6 +292,42 @@ def shared_dir(spec, cs, path, wname, what, host=False):
     if len(ids) > 1:
         fail("%s: %s %s is not the same volume in %s"
              % (wname, what, path, ", ".join(c["name"] for c in cs)))
+
+
+# wname -> {backend: volume_id} of each iscsi backend's claims_dir
+claims = {}
+SHARED = ("nfs", "host", "pvc")
+
+
+def claims_dirs(spec, c, conf, wname):
+    """Each iscsi backend's claims_dir is mounted at its path in hhc-csi
+    from a volume nodes can share (nfs, a PVC; hostPath on one node)."""
+    for bname, b in conf.get("backends", {}).items():
+        if b["type"] != "iscsi":
+            continue
+        what = "backend %s claims_dir" % bname
+        shared_dir(spec, [c], b["claims_dir"], wname, what)
+        vid = volume_id(resolve(spec, c, b["claims_dir"]))
+        if vid is not None and vid[0] not in SHARED:
+            fail("%s: %s %s is not on a volume nodes share (nfs, "
+                 "persistentVolumeClaim, hostPath)"
+                 % (wname, what, b["claims_dir"]))
+        claims.setdefault(wname, {})[bname] = vid
+
+
+def show(vid):
+    return " ".join(str(x) for x in vid) if vid else "nothing"
+
+
+def check_claims_agree():
+    """The controller and the node pods mount the same claims_dir."""
+    if len(claims) != 2:
+        return
+    (w1, c1), (w2, c2) = sorted(claims.items())
+    for bname in sorted(set(c1) & set(c2)):
+        if c1[bname] != c2[bname]:
+            fail("backend %s claims_dir: %s mounts %s, %s mounts %s"
+                 % (bname, w1, show(c1[bname]), w2, show(c2[bname])))
 
 
 def check_node_pod(spec, c, name, wname):
@@ -426,6 +468,8 @@ def check_node(docs, name, csi, gateway, tmp):
         fail("%s: csi.json has no node section" % wname)
         conf = None
     check_gateway(docs, spec, c, conf, gateway, tmp, wname)
+    if conf is not None:
+        claims_dirs(spec, c, conf, wname)
     return conf
 
 
@@ -508,6 +552,7 @@ def main(argv):
     nconf = check_node(docs, name, csi, gateway, tmp)
     if cconf is not None and nconf is not None and cconf != nconf:
         fail("the controller's and the node's csi.json differ")
+    check_claims_agree()
     conf = cconf or nconf
     if conf is not None:
         check_classes(docs, conf)

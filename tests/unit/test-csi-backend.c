@@ -6,8 +6,10 @@
  * range, claims by node a and b, delete while claimed, release, delete
  * twice, the gateway's backend object.
  *
- * iscsi: what a static volume allows; its size from a real LUN when
- * HHC_CSI_ISCSI_URL is set (tests/test-csi-backend-iscsi.sh: tgtd).
+ * iscsi: what a static volume allows, its claims in claims_dir (by node
+ * a, by b refused, delete while claimed refused, release, delete); its
+ * size from a real LUN when HHC_CSI_ISCSI_URL is set, claims in
+ * HHC_CSI_CLAIMS_DIR when set (tests/test-csi-backend-iscsi.sh: tgtd).
  *
  * cos: the same against a real S3 server when HHC_CSI_S3_ENDPOINT,
  * _BUCKET, _ACCESS_KEY and _SECRET_KEY are set (tests/test-csi-cos.sh
@@ -36,6 +38,7 @@
 
 static struct csi_conf conf;
 static char dir[] = "/tmp/hhc-csi-test.XXXXXX";
+static char claims[64];
 static const struct csi_kv keys[2]
     = { { "access_key", NULL }, { "secret_key", NULL } };
 static struct csi_kv keyv[2];
@@ -52,11 +55,17 @@ setup_file (void **state)
     .name = (char *)"f", .type = CSI_FILE, .dir = dir, .max_size = 64 * MiB
   };
   /* iscsi: LUN "lun1" at $HHC_CSI_ISCSI_URL (a LUN of 16 MiB), or at a
-   * URL where nothing answers.
+   * URL where nothing answers; claims in $HHC_CSI_CLAIMS_DIR or DIR/claims.
    */
-  conf.backends[1] = (struct csi_backend){ .name = (char *)"i",
-                                           .type = CSI_ISCSI,
-                                           .nluns = 1 };
+  snprintf (claims, sizeof claims, "%s/claims", dir);
+  assert_int_equal (mkdir (claims, 0700), 0);
+  conf.backends[1]
+      = (struct csi_backend){ .name = (char *)"i",
+                              .type = CSI_ISCSI,
+                              .claims_dir = getenv ("HHC_CSI_CLAIMS_DIR")
+                                                ? getenv ("HHC_CSI_CLAIMS_DIR")
+                                                : claims,
+                              .nluns = 1 };
   conf.backends[1].luns[0] = (struct csi_lun){
     .name = (char *)"lun1",
     .url = getenv ("HHC_CSI_ISCSI_URL"),
@@ -236,7 +245,8 @@ test_file_gateway_json (void **state)
 /* ---- iscsi ---- */
 
 /* Pre-provisioned LUNs: no CreateVolume, a DeleteVolume that leaves
- * the LUN alone, the size from the LUN, no claim.
+ * the LUN alone (refused while claimed), the size from the LUN, claims
+ * as the file backend's in claims_dir.
  */
 static void
 test_iscsi (void **state)
@@ -261,8 +271,15 @@ test_iscsi (void **state)
   free (json);
   assert_false (backend_needs_credentials (&v));
   assert_int_equal (claim ("i:lun1", "node-a", false), CSI_OK);
+  assert_int_equal (claim ("i:lun1", "node-a", false), CSI_OK);
+  assert_int_equal (claim ("i:lun1", "node-b", false), CSI_FAILED_PRECONDITION);
+  assert_int_equal (delete ("i:lun1"), CSI_FAILED_PRECONDITION);
+  assert_int_equal (claim ("i:lun1", "node-b", true), CSI_FAILED_PRECONDITION);
+  assert_int_equal (claim ("i:lun1", "node-a", true), CSI_OK);
+  assert_int_equal (claim ("i:lun1", "node-a", true), CSI_OK);
   assert_int_equal (claim ("i:lun1", "node-b", false), CSI_OK);
   assert_int_equal (claim ("i:lun1", "node-b", true), CSI_OK);
+  assert_int_equal (claim ("i:nosuch", "node-a", false), CSI_NOT_FOUND);
   assert_int_equal (size_of ("i:nosuch"), 0); /* NOT_FOUND */
   if (getenv ("HHC_CSI_ISCSI_URL"))
     assert_int_equal (size_of ("i:lun1"), 16 * MiB);
