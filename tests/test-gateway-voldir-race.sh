@@ -107,7 +107,8 @@ release_gate ()
   echo go >&8
   exec 7>&- 8>&-
 }
-# wait_bg PID: its exit status in $st (killed first at exit otherwise).
+# The test's background commands (remove, the writer of B): ended at
+# exit if still running.
 bg_pids=()
 kill_bg ()
 {
@@ -142,8 +143,8 @@ cmp -s -n 65536 -i 1048576:0 "$tmp/backend.img" "$tmp/A" ||
 # B while the drain's flush is held; acknowledged when the line comes.
 front "h.pwrite(open('$tmp/B', 'rb').read(), 2097152)
 open('$tmp/bdone.fifo', 'w').write('ok\n')" &
-bg_pids+=($!)
 write_pid=$!
+bg_pids+=("$write_pid")
 timeout 120 head -n 1 "$tmp/bdone.fifo" >/dev/null ||
   fail "the write of B during the drain was not acknowledged"
 echo go >"$gate/open.fifo"
