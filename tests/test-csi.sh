@@ -11,6 +11,10 @@
 # Then kill -9 of node a's gateway (and its nbdkits) while a volume is
 # staged: restarted, the volume is served again, unstaged (drained) and
 # staged again with its fsync'd files intact.
+# Then the same with the volume's file deleted from a's volumes.d: the
+# unstage is refused (FAILED_PRECONDITION) and keeps the cache, log and
+# claim, b may not stage it; added back, it unstages, drained, and b
+# stages it with the files intact.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -120,15 +124,18 @@ stop_csi ()
   wait "$pid" 2>/dev/null || true
 }
 
-# Whatever a failed run left mounted or attached under $tmp.
+# Whatever a failed run left mounted or attached under $tmp.  The loop
+# devices are listed first: once the nbdfuse mount under them is
+# unmounted (lazily), their backing file no longer names $tmp.
 sweep ()
 {
-  local m
+  local m dev loops
+  loops=$(losetup -nO NAME,BACK-FILE 2>/dev/null |
+    awk -v t="$tmp" 'index($2, t) == 1 {print $1}')
   for m in $(awk -v t="$tmp" 'index($5, t) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
-  losetup -nO NAME,BACK-FILE 2>/dev/null | awk -v t="$tmp" 'index($2, t) == 1 {print $1}' |
-    while read -r dev; do losetup -d "$dev" || true; done
+  for dev in $loops; do losetup -d "$dev" || true; done
 }
 
 for n in a b; do
@@ -162,19 +169,59 @@ for backend in files cos; do
 done
 [ -z "$(ls "$tmp/images")" ] || fail "DeleteVolume left $(ls "$tmp/images")"
 
+# kill9_gw_a: kill -9 of node a's gateway and its nbdkits.
+kill9_gw_a ()
+{
+  local pids p
+  pids="${gwpid[a]} $(children "${gwpid[a]}")"
+  # shellcheck disable=SC2086  # a list of PIDs
+  kill -9 $pids
+  wait "${gwpid[a]}" 2>/dev/null || true
+  for p in $pids; do _hhc_wait_gone "$p" 30 || fail "process $p outlived kill -9"; done
+  unset "gwpid[a]"
+  rm -f "$tmp/a/nbd.sock"
+}
+
 # kill -9 of node a's gateway and its nbdkits while a volume is staged.
 e2e create files
 e2e stage files
-pids="${gwpid[a]} $(children "${gwpid[a]}")"
-kill -9 $pids
-wait "${gwpid[a]}" 2>/dev/null || true
-for p in $pids; do _hhc_wait_gone "$p" 30 || fail "process $p outlived kill -9"; done
-unset "gwpid[a]"
-rm -f "$tmp/a/nbd.sock"
+kill9_gw_a
 start_gw a
 CSI_NODE=a e2e unstage files
 check_backend_direct files
 CSI_NODE=a e2e verify files
 CSI_NODE=a e2e unstage files
+e2e delete files
+
+# The format guard of NodeUnstageVolume: staged on a, files written
+# with fsync, a's gateway killed -9 and restarted without the volume's
+# file (it forgot the volume: its cache and log hold blocks the backend
+# lacks).  Unstage fails (FAILED_PRECONDITION), keeping the cache, the
+# log and the claim; b may not stage the volume.  The volume added
+# back, unstage drains it and drops the claim: b stages it with the
+# files intact, and after b's unstage the backend read directly holds
+# them.
+vol=pvc-0123456789abcdef exp=files.pvc-0123456789abcdef
+kept=("$tmp/a/cache/$exp.cache" "$tmp/a/log/$exp.log" "$tmp/images/$vol.claim")
+e2e create files
+e2e stage files
+[ "$(ls "$tmp/a/volumes.d")" = "$exp.json" ] ||
+  fail "a/volumes.d holds $(ls "$tmp/a/volumes.d"), not $exp.json"
+cp "$tmp/a/volumes.d/$exp.json" "$tmp/$exp.json"
+kill9_gw_a
+rm "$tmp/a/volumes.d/$exp.json"
+start_gw a
+e2e unstage-refused files
+for f in "${kept[@]}"; do [ -e "$f" ] || fail "a refused unstage removed $f"; done
+"$hhcctl" volume add --config "$tmp/a/gateway.json" --wait 60 "$tmp/$exp.json" ||
+  fail "hhcctl volume add $exp failed"
+CSI_NODE=a e2e unstage files
+for f in "${kept[@]}"; do [ ! -e "$f" ] || fail "unstage left $f"; done
+[ -z "$(ls "$tmp/a/volumes.d")" ] || fail "unstage left a volume on gateway a"
+# The refused unstage got as far as unmounting the lost device, so the
+# file system's journal was not replayed on a: b's mount replays it.
+CSI_NODE=b e2e verify files
+CSI_NODE=b e2e unstage files
+check_backend_direct files
 e2e delete files
 echo "$_hhc_name: ok"

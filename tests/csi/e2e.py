@@ -17,6 +17,10 @@ Phases:
   verify   NodePublish (again) on node N (CSI_NODE=a|b) and compare the
            files with the recorded digests
   unstage  NodeUnpublish and NodeUnstage on node N, each twice
+  unstage-refused
+           NodeUnpublish on node a, then NodeUnstage on a fails, twice,
+           the second time with FAILED_PRECONDITION (a's cache holds
+           blocks the backend lacks), and b may not stage the volume
   delete   DeleteVolume twice
   bad      bad input: the right codes, nothing changed
   compare  the files under CSI_ROOT against the recorded digests
@@ -203,6 +207,36 @@ def unstage(backend):
         fail("NodeUnstageVolume left %s mounted" % stage)
 
 
+def unstage_refused(backend):
+    c = client("a")
+    stage, target = paths("a")
+    c.call("node", "NodeUnpublishVolume", volume_id=vol_id(backend),
+           target_path=target)
+    got = []
+    for _ in range(2):
+        try:
+            c.call("node", "NodeUnstageVolume", volume_id=vol_id(backend),
+                   staging_target_path=stage)
+            got.append(("OK", ""))
+        except grpc.RpcError as e:
+            got.append((e.code().name, e.details()))
+    print("e2e: NodeUnstageVolume: %s" % got)
+    if any(code == "OK" for code, _ in got):
+        fail("NodeUnstageVolume succeeded with unwritten blocks: %s" % got)
+    code, details = got[-1]
+    if code != "FAILED_PRECONDITION" or "kept" not in details:
+        fail("NodeUnstageVolume again: expected FAILED_PRECONDITION "
+             "(files kept), got %s: %s" % (code, details))
+    b = client("b")
+    stage_b, _ = paths("b")
+    os.makedirs(stage_b, exist_ok=True)
+    expect("FAILED_PRECONDITION",
+           b.code("node", "NodeStageVolume", volume_id=vol_id(backend),
+                  staging_target_path=stage_b, volume_capability=mount_cap(),
+                  secrets=secrets(backend), volume_context=context(backend)),
+           "NodeStageVolume on b while a keeps unwritten blocks")
+
+
 def delete(backend):
     c = client("a")
     for _ in range(2):
@@ -217,7 +251,8 @@ if __name__ == "__main__":
         e2e_bad.run(backend, sys.modules[__name__])
     else:
         {"create": create, "stage": stage, "verify": verify,
-         "unstage": unstage, "delete": delete,
+         "unstage": unstage, "unstage-refused": unstage_refused,
+         "delete": delete,
          "compare": lambda b: compare(os.environ["CSI_ROOT"], b),
          }[phase](backend)
     print("e2e: %s %s: ok" % (phase, backend))
