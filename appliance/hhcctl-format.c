@@ -43,10 +43,10 @@ zero_head (struct hhc_dev *dev, const char *path, size_t len)
   return r;
 }
 
-/* May the cache be made blank?  0 yes, 1 refused (said why). */
+/* May the cache be made blank?  0 yes, 1 refused (why in why). */
 static int
 format_check_cache (const char *path, struct hhc_dev *dev, bool force,
-                    bool *blank)
+                    bool *blank, char *why, size_t len)
 {
   struct offline_cache cc;
   int r = offline_cache_read (dev, msg_cb, &cc);
@@ -54,20 +54,20 @@ format_check_cache (const char *path, struct hhc_dev *dev, bool force,
   *blank = r == 0 && cc.blank;
   if (r && !force)
     {
-      fprintf (stderr,
-               "hhcctl: error: %s: cannot tell whether the cache holds dirty "
-               "blocks (%s): refusing to format it without --force\n",
-               path, r == EINVAL ? "corrupt" : strerror (r));
+      snprintf (why, len,
+                "%s: cannot tell whether the cache holds dirty "
+                "blocks (%s): refusing to format it without --force",
+                path, r == EINVAL ? "corrupt" : strerror (r));
       return 1;
     }
   if (r == 0 && !cc.blank && (cc.dirty || cc.bad_pages) && !force)
     {
-      fprintf (stderr,
-               "hhcctl: error: %s holds %" PRIu64
-               " dirty blocks not yet written back to the backend%s: "
-               "refusing to format it without --force\n",
-               path, cc.dirty,
-               cc.bad_pages ? " (and unreadable metadata pages)" : "");
+      snprintf (why, len,
+                "%s holds %" PRIu64
+                " dirty blocks not yet written back to the backend%s: "
+                "refusing to format it without --force",
+                path, cc.dirty,
+                cc.bad_pages ? " (and unreadable metadata pages)" : "");
       return 1;
     }
   if (r == 0 && !cc.blank && cc.dirty)
@@ -78,9 +78,9 @@ format_check_cache (const char *path, struct hhc_dev *dev, bool force,
   return 0;
 }
 
-/* May the log be made blank?  0 yes, 1 refused (said why). */
+/* May the log be made blank?  0 yes, 1 refused (why in why). */
 static int
-format_check_log (struct offline_logset *ls, bool force)
+format_check_log (struct offline_logset *ls, bool force, char *why, size_t len)
 {
   uint64_t blocks = 0;
   int r = logset_open (ls);
@@ -89,19 +89,19 @@ format_check_log (struct offline_logset *ls, bool force)
     r = replay_count (ls->log, &blocks);
   if (r && !force)
     {
-      fprintf (stderr,
-               "hhcctl: error: %s: cannot tell whether the log holds data to "
-               "replay (%s): refusing to format it without --force\n",
-               ls->paths[0], strerror (r));
+      snprintf (why, len,
+                "%s: cannot tell whether the log holds data to "
+                "replay (%s): refusing to format it without --force",
+                ls->paths[0], strerror (r));
       return 1;
     }
   if (blocks && !force)
     {
-      fprintf (stderr,
-               "hhcctl: error: the log on %s holds %" PRIu64
-               " blocks not yet written back (a replay would write them to "
-               "the backend): refusing to format it without --force\n",
-               ls->paths[0], blocks);
+      snprintf (why, len,
+                "the log on %s holds %" PRIu64
+                " blocks not yet written back (a replay would write them to "
+                "the backend): refusing to format it without --force",
+                ls->paths[0], blocks);
       return 1;
     }
   if (blocks)
@@ -155,19 +155,21 @@ format_args (int argc, char **argv, struct format_job *j)
 }
 
 /* Open everything (locked: not while a gateway runs) and decide:
- * 0 to go on, 1 refused.
+ * 0 to go on, 1 refused (why in why, or said already when it is "").
  */
 static int
-format_open (struct format_job *j)
+format_open (struct format_job *j, char *why, size_t len)
 {
+  why[0] = '\0';
   if (j->cache && offline_open (j->cache, msg_cb, &j->cdev) != 0)
     return 1;
   for (unsigned i = 0; i < j->ls.n; i++)
     if (offline_open (j->logs[i], msg_cb, &j->ls.devs[i]) != 0)
       return 1;
-  if (j->cdev && format_check_cache (j->cache, j->cdev, j->force, &j->cblank))
+  if (j->cdev
+      && format_check_cache (j->cache, j->cdev, j->force, &j->cblank, why, len))
     return 1;
-  if (j->ls.n && format_check_log (&j->ls, j->force))
+  if (j->ls.n && format_check_log (&j->ls, j->force, why, len))
     return 1;
   return 0;
 }
@@ -201,14 +203,17 @@ format_write (struct format_job *j)
 }
 
 int
-hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs)
+hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs,
+                     char *why, size_t len)
 {
   struct format_job j = { .ls.paths = j.logs, .cache = cache };
   int r;
 
   for (unsigned i = 0; i < nlogs && i < HHC_MAX_LOGS; i++)
     j.logs[j.ls.n++] = logs[i];
-  r = format_open (&j);
+  r = format_open (&j, why, len);
+  if (r && why[0] == '\0')
+    snprintf (why, len, "%s: cannot be opened", cache);
   offline_logset_close (&j.ls);
   offline_close (j.cdev);
   return r;
@@ -222,7 +227,10 @@ cmd_format (int argc, char **argv)
 
   if (r >= 0)
     return r;
-  r = format_open (&j);
+  char why[512];
+  r = format_open (&j, why, sizeof why);
+  if (r && why[0])
+    fprintf (stderr, "hhcctl: error: %s\n", why);
   if (r == 0)
     r = format_write (&j);
   offline_logset_close (&j.ls);

@@ -338,22 +338,21 @@ static int
 check_drained (const struct vopts *o, const struct gw_config *cfg,
                const struct gw_volume *v, const char *text, size_t len)
 {
-  char err[512];
+  char err[512], why[512];
   int lock = -1;
 
-  if (hhcctl_written_back (v->cache, v->logs, v->nlogs) == 0)
+  if (hhcctl_written_back (v->cache, v->logs, v->nlogs, why, sizeof why) == 0)
     return 0;
   if (text == NULL
       || gwrun_write (cfg->volumes_dir, v->name, text, len, err, sizeof err)
              == -1
       || hup_and_wait (cfg, o, v->name, true, &lock) != 0)
-    return fail ("volume %s stopped with data not written back (written "
-                 "during the drain?); it is in %s: add the volume again and "
-                 "drain it",
-                 v->name, v->cache);
-  return fail ("volume %s was written to during the drain: it is served "
+    return fail ("volume %s stopped with data not written back (%s); add "
+                 "the volume again and drain it",
+                 v->name, why);
+  return fail ("volume %s was written to during the drain (%s): it is served "
                "again, with its file back in %s; remove it again",
-               v->name, cfg->volumes_dir);
+               v->name, why, cfg->volumes_dir);
 }
 
 /* Unlink DIR/NAME.json and SIGHUP under the directory's lock (so an add

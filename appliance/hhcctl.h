@@ -82,7 +82,8 @@ int cmd_format (int argc, char **argv); /* hhcctl-format.c */
  * in the backend, as format decides it (locked: not while a gateway
  * has them open): 0 yes, 1 no (one line said why).
  */
-int hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs);
+int hhcctl_written_back (const char *cache, char *const *logs, unsigned nlogs,
+                         char *why, size_t len);
 int cmd_recover (int argc, char **argv); /* hhcctl-recover.c */
 int cmd_mttdl (int argc, char **argv);   /* hhcctl-mttdl.c */
 
