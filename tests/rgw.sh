@@ -24,7 +24,7 @@
 # needed.  Memory is kept small: osd_memory_target 896 MiB, a fixed
 # 128 MiB BlueStore cache, one op shard; the four daemons use about
 # 450 MiB together when idle (ceph-mgr most of it).  Start takes about
-# 16 s, stop about 8 s (2 cores).  Daemons run in the foreground of a
+# 16 s, stop about 4 s (2 cores).  Daemons run in the foreground of a
 # background job (so their PIDs are ours, in DIR/run/*.pid); their
 # logs are in DIR/log.  The S3 keys come from radosgw-admin's JSON
 # through a pipe: they appear on no command line.

@@ -15,13 +15,13 @@
 #                              sets $s3_port, $s3_endpoint; stopped at exit
 #   s3_creds                   write the key id and secret to
 #                              $tmp/access-key and $tmp/secret-key and
-#                              print "access-key=+... secret-key=+..."
-#                              (the secret never appears on a command line)
+#                              print "access-key=+... secret-key=+...
+#                              region=..." (the secret never appears
+#                              on a command line)
 #   s3_stats [KEY]             s3server.py's /__stats (JSON), or one key
 #   s3_config QUERY            change s3server.py's fault rates at run time
 #   s3rver_objects BUCKET PREFIX
 #                              the object names s3rver stores, sorted
-#
 #   s3_objects PREFIX          the object names under PREFIX of
 #                              $s3_bucket, sorted, PREFIX taken off
 #                              (s3rver's files, s3server.py's
@@ -38,10 +38,13 @@
 #
 # HHC_S3 chooses the servers: unset or "local" as above; "rgw" uses a
 # Ceph RGW started once for many tests by tests/rgw.sh (scripts/check's
-# RGW stage), found through HHC_RGW_DIR, HHC_RGW_ENDPOINT,
-# HHC_RGW_REGION, HHC_RGW_ACCESS_KEY and HHC_RGW_SECRET_KEY.  There
-# start_s3rver and start_s3server (without fault options) make fresh
-# buckets named BUCKET-TEST-RANDOM, so tests sharing the RGW do not meet.
+# RGW stage, make check-cos-rgw), found through HHC_RGW_DIR and
+# HHC_RGW_ENDPOINT, HHC_RGW_REGION, HHC_RGW_ACCESS_KEY,
+# HHC_RGW_SECRET_KEY (tests/rgw.sh's four lines).  There start_s3rver
+# (one bucket, no TLS) and start_s3server (--bucket B only: no faults)
+# make a fresh bucket named B-TEST-PID-RANDOM, so tests sharing the RGW
+# do not meet; anything else fails the test.  The test sees $s3_store
+# (local or rgw) to leave out what only the local servers can do.
 #
 # s3rver is installed by scripts/install-deps (npm install --prefix
 # tests/.s3rver s3rver@3); without it the test is skipped, or fails
