@@ -143,7 +143,12 @@ create_or_refuse (const char *key, const struct s3_io *io)
   r = create_volume (key);
   if (r != 1)
     return r;
-  /* Someone else made it meanwhile: open theirs. */
+  /* Someone else made it meanwhile (the store honours If-None-Match,
+   * as RGW does and s3rver does not): open theirs.
+   */
+  nbdkit_debug ("cos: s3://%s/%s was made by another gateway meanwhile "
+                "(PUT If-None-Match: * answered 412): opening it",
+                conf.bucket, key);
   struct s3_io again = { .method = "GET", .key = key };
   if (s3_do (vol.s3, &again) == -1)
     return -1;

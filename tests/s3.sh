@@ -15,12 +15,36 @@
 #                              sets $s3_port, $s3_endpoint; stopped at exit
 #   s3_creds                   write the key id and secret to
 #                              $tmp/access-key and $tmp/secret-key and
-#                              print "access-key=+... secret-key=+..."
-#                              (the secret never appears on a command line)
+#                              print "access-key=+... secret-key=+...
+#                              region=..." (the secret never appears
+#                              on a command line)
 #   s3_stats [KEY]             s3server.py's /__stats (JSON), or one key
 #   s3_config QUERY            change s3server.py's fault rates at run time
 #   s3rver_objects BUCKET PREFIX
 #                              the object names s3rver stores, sorted
+#   s3_objects PREFIX          the object names under PREFIX of
+#                              $s3_bucket, sorted, PREFIX taken off
+#                              (s3rver's files, s3server.py's
+#                              /__objects, ListObjectsV2 on RGW)
+#   s3_curl ARGS...            curl with the SigV4 signature of the
+#                              test's keys (given to curl in a file)
+#   s3_outage_begin, s3_outage_end
+#                              the store stops answering, and comes back:
+#                              s3rver is frozen (SIGSTOP) and thawed;
+#                              radosgw is stopped and started again
+#
+# Both start functions set $s3_bucket, the name of the first bucket
+# (the BUCKET given, on s3rver and s3server.py).
+#
+# HHC_S3 chooses the servers: unset or "local" as above; "rgw" uses a
+# Ceph RGW started once for many tests by tests/rgw.sh (scripts/check's
+# RGW stage, make check-cos-rgw), found through HHC_RGW_DIR and
+# HHC_RGW_ENDPOINT, HHC_RGW_REGION, HHC_RGW_ACCESS_KEY,
+# HHC_RGW_SECRET_KEY (tests/rgw.sh's four lines).  There start_s3rver
+# (one bucket, no TLS) and start_s3server (--bucket B only: no faults)
+# make a fresh bucket named B-TEST-PID-RANDOM, so tests sharing the RGW
+# do not meet; anything else fails the test.  The test sees $s3_store
+# (local or rgw) to leave out what only the local servers can do.
 #
 # s3rver is installed by scripts/install-deps (npm install --prefix
 # tests/.s3rver s3rver@3); without it the test is skipped, or fails
@@ -28,11 +52,25 @@
 
 s3_access_key=S3RVER
 s3_secret_key=S3RVER
+s3_region=us-east-1
+s3_store=${HHC_S3:-local}
+_s3_kind=
 _s3_srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 s3rver_bin=$_s3_srcdir/.s3rver/node_modules/.bin/s3rver
 
-requires node curl python3
-if [ ! -x "$s3rver_bin" ]; then
+requires curl python3
+case $s3_store in
+  local) requires node ;;
+  rgw)
+    [ -n "${HHC_RGW_ENDPOINT:-}" ] && [ -d "${HHC_RGW_DIR:-}" ] ||
+      fail "HHC_S3=rgw needs HHC_RGW_DIR and HHC_RGW_ENDPOINT (tests/rgw.sh)"
+    s3_access_key=$HHC_RGW_ACCESS_KEY
+    s3_secret_key=$HHC_RGW_SECRET_KEY
+    s3_region=$HHC_RGW_REGION
+    ;;
+  *) fail "HHC_S3=$s3_store: use local or rgw" ;;
+esac
+if [ "$s3_store" = local ] && [ ! -x "$s3rver_bin" ]; then
   if [ -n "${CI:-}" ]; then
     fail "s3rver is not installed in tests/.s3rver (scripts/install-deps does it)"
   fi
@@ -53,8 +91,43 @@ s3_creds ()
   printf '%s' "$s3_access_key" >"$tmp/access-key"
   printf '%s' "$s3_secret_key" >"$tmp/secret-key"
   chmod 600 "$tmp/access-key" "$tmp/secret-key"
-  printf 'access-key=+%s secret-key=+%s\n' "$tmp/access-key" \
-    "$tmp/secret-key"
+  printf 'access-key=+%s secret-key=+%s region=%s\n' "$tmp/access-key" \
+    "$tmp/secret-key" "$s3_region"
+}
+
+# A curl config file with the keys, for s3_curl.
+_s3_curl_config ()
+{
+  [ -f "$tmp/s3.curl" ] && return 0
+  (umask 077 && printf 'user = "%s:%s"\n' "$s3_access_key" "$s3_secret_key" \
+    >"$tmp/s3.curl")
+}
+
+s3_curl ()
+{
+  _s3_curl_config
+  curl -s -K "$tmp/s3.curl" --aws-sigv4 "aws:amz:$s3_region:s3" "$@"
+}
+
+# _rgw_bucket NAME: make a fresh bucket on RGW, print its name.
+_rgw_bucket ()
+{
+  local name t=${_hhc_name%.sh}
+  name=$1-${t#test-cos-}-$$-$RANDOM
+  s3_curl -f -o /dev/null -X PUT -H "x-amz-content-sha256: $(printf '' |
+    sha256sum | cut -d' ' -f1)" "$s3_endpoint/$name" ||
+    fail "RGW: could not create bucket $name"
+  printf '%s\n' "$name"
+}
+
+# _rgw_use BUCKET...: the test's buckets on the shared RGW.
+_rgw_use ()
+{
+  s3_endpoint=$HHC_RGW_ENDPOINT
+  s3_port=${s3_endpoint##*:}
+  s3_pid=
+  _s3_kind=rgw
+  s3_bucket=$(_rgw_bucket "$1")
 }
 
 _s3_port_free ()
@@ -90,12 +163,20 @@ start_s3rver ()
   local n attempt
   local -a buckets=() opts=()
   : "${tmp:?start_s3rver: call make_tmpdir first}"
+  s3_bucket=
   while [ $# -gt 0 ]; do
     case $1 in
       --key|--cert) opts+=("$1" "$2"); shift 2 ;;
-      *) buckets+=(--configure-bucket "$1"); shift ;;
+      *) buckets+=(--configure-bucket "$1"); s3_bucket=${s3_bucket:-$1}; shift ;;
     esac
   done
+  if [ "$s3_store" = rgw ]; then
+    [ ${#opts[@]} -eq 0 ] && [ ${#buckets[@]} -eq 2 ] ||
+      fail "start_s3rver: with HHC_S3=rgw, one bucket and no TLS"
+    _rgw_use "$s3_bucket"
+    return 0
+  fi
+  _s3_kind=s3rver
   s3_data=$tmp/s3rver
   mkdir -p "$s3_data"
   # s3rver makes ListObjectsV2's continuation tokens with DES, which
@@ -130,6 +211,15 @@ start_s3rver ()
 start_s3server ()
 {
   : "${tmp:?start_s3server: call make_tmpdir first}"
+  if [ "$s3_store" = rgw ]; then
+    [ $# -eq 2 ] && [ "$1" = --bucket ] ||
+      fail "start_s3server $*: only --bucket B with HHC_S3=rgw"
+    _rgw_use "$2"
+    return 0
+  fi
+  _s3_kind=s3server
+  s3_bucket=
+  [ "${1:-}" != --bucket ] || s3_bucket=$2
   rm -f "$tmp/s3server.port"
   python3 "$_s3_srcdir/s3server.py" --port-file "$tmp/s3server.port" \
     --access-key "$s3_access_key" --secret-key "$s3_secret_key" "$@" \
@@ -171,4 +261,76 @@ s3rver_objects ()
   [ -d "$dir" ] || return 0
   find "$dir" -maxdepth 1 -name '*._S3rver_object' -printf '%f\n' |
     sed 's/\._S3rver_object$//' | sort
+}
+
+s3_objects ()
+{
+  local prefix=$1
+  case $_s3_kind in
+    s3rver) s3rver_objects "$s3_bucket" "${prefix%/}" ;;
+    s3server)
+      curl -sf --max-time 10 "$s3_endpoint/__objects/$s3_bucket" |
+        python3 -c 'import json, sys
+for o in json.load(sys.stdin):
+    if o["key"].startswith(sys.argv[1]):
+        print(o["key"][len(sys.argv[1]):])' "$prefix" | sort ;;
+    rgw) _rgw_list "$prefix" | sed "s|^$prefix||" | sort ;;
+  esac
+}
+
+# _rgw_list PREFIX: every key under PREFIX (ListObjectsV2, pages).
+_rgw_list ()
+{
+  local token= page query
+  while :; do
+    # The query by hand, in SigV4's canonical form (curl 7.88's
+    # --data-urlencode leaves '/' as it is, and the signature fails).
+    query=$(python3 -c 'import sys, urllib.parse as u
+q = {"list-type": "2", "prefix": sys.argv[1]}
+if sys.argv[2]:
+    q["continuation-token"] = sys.argv[2]
+print("&".join(k + "=" + u.quote(v, safe="-_.~") for k, v in sorted(q.items())))' \
+      "$1" "$token")
+    page=$(s3_curl -f -H "x-amz-content-sha256: $(printf '' |
+      sha256sum | cut -d' ' -f1)" "$s3_endpoint/$s3_bucket?$query") ||
+      fail "RGW: listing $s3_bucket failed"
+    token=$(python3 -c '
+import sys, xml.etree.ElementTree as ET
+r = ET.fromstring(sys.argv[1])
+ns = {"s": r.tag[1:].split("}")[0]} if r.tag.startswith("{") else {}
+p = "s:" if ns else ""
+for c in r.findall(p + "Contents", ns):
+    print("K " + c.find(p + "Key", ns).text)
+t = r.find(p + "NextContinuationToken", ns)
+if t is not None and r.find(p + "IsTruncated", ns).text == "true":
+    print("T " + t.text)' "$page")
+    printf '%s\n' "$token" | sed -n 's/^K //p'
+    token=$(printf '%s\n' "$token" | sed -n 's/^T //p')
+    [ -n "$token" ] || return 0
+  done
+}
+
+_s3_outage=
+
+s3_outage_begin ()
+{
+  _s3_outage=1
+  cleanup_fn s3_outage_end
+  case $_s3_kind in
+    s3rver|s3server) kill -STOP "$s3_pid" ;;
+    rgw) "$_s3_srcdir/rgw.sh" stop-rgw "$HHC_RGW_DIR" ||
+           fail "tests/rgw.sh stop-rgw failed" ;;
+  esac
+}
+
+# Idempotent (also a cleanup: the store must answer for nbdkit to stop).
+s3_outage_end ()
+{
+  [ -n "$_s3_outage" ] || return 0
+  _s3_outage=
+  case $_s3_kind in
+    s3rver|s3server) kill -CONT "$s3_pid" ;;
+    rgw) "$_s3_srcdir/rgw.sh" start-rgw "$HHC_RGW_DIR" ||
+           fail "tests/rgw.sh start-rgw failed" ;;
+  esac
 }

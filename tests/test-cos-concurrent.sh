@@ -22,7 +22,7 @@ for run in cached uncached; do
 opts=(cos-stats="$tmp/$run.json")
 [ "$run" = cached ] || opts+=(object-cache=0)
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "$plugin" \
-  endpoint="$s3_endpoint" bucket=vol prefix=$run "${creds[@]}" \
+  endpoint="$s3_endpoint" bucket="$s3_bucket" prefix=$run "${creds[@]}" \
   create=true size=2M object-size=16K connections=8 "${opts[@]}"
 
 # Client K (0..3) writes piece i of objects 0..3 when i % 4 == K, in

@@ -15,7 +15,7 @@ plugin=$(cos_plugin)
 
 start_s3rver vol
 read -r -a creds <<<"$(s3_creds)"
-cos=("$plugin" endpoint="$s3_endpoint" bucket=vol "${creds[@]}")
+cos=("$plugin" endpoint="$s3_endpoint" bucket="$s3_bucket" "${creds[@]}")
 gw=(cache="$tmp/cache.img" cache-size=8M log="$tmp/log.img" log-size=8M)
 
 # Two volumes of 16M made by the plugin alone.

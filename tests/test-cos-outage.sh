@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The hhc gateway in front of the cos plugin while the object store
-# stops answering: s3rver is frozen (SIGSTOP) once write-back has
-# begun under the verifying load (tests/verify/hhc-verify), and the
-# load (6 s) must run to its end while the store is frozen: writes and
-# FLUSHes go on into the cache (mode wb).  Then the store is thawed;
+# stops answering: s3rver is frozen (SIGSTOP), or radosgw stopped
+# (HHC_S3=rgw), once write-back has begun under the verifying load
+# (tests/verify/hhc-verify), and the load (6 s) must run to its end
+# while the store is away: writes and FLUSHes go on into the cache
+# (mode wb).  Then the store comes back (thawed, or radosgw started);
 # once the gateway shows no dirty block, the volume checks out through
 # the gateway and through the cos plugin alone (all written back).
 #
@@ -22,7 +23,7 @@ verify=$abs_top_builddir/tests/verify/hhc-verify
 
 start_s3rver vol
 read -r -a creds <<<"$(s3_creds)"
-cos=("$plugin" endpoint="$s3_endpoint" bucket=vol prefix=out "${creds[@]}"
+cos=("$plugin" endpoint="$s3_endpoint" bucket="$s3_bucket" prefix=out "${creds[@]}"
      object-size=64K)
 
 start_nbdkit -P "$tmp/mk.pid" -U "$tmp/mk.sock" "${cos[@]}" create=true \
@@ -42,14 +43,13 @@ wpid=$!
 poll_until 60 python3 -c 'import json, sys
 sys.exit(0 if json.load(open(sys.argv[1]))["writeback_blocks"] > 0 else 1)' \
   "$tmp/stats.json" || fail "no write-back started"
-# Registered after nbdkit's, so it runs first: a gateway cannot stop
-# while its store is frozen.
-cleanup_fn kill -CONT "$s3_pid"
-kill -STOP "$s3_pid"
-# The load ends on its own while the store is still frozen.
+# (s3_outage_begin registers s3_outage_end after nbdkit's cleanup, so
+# it runs first: a gateway cannot stop while its store is away.)
+s3_outage_begin
+# The load ends on its own while the store is still away.
 poll_until 60 eval '! kill -0 "$wpid" 2>/dev/null' ||
-  fail "the gateway stopped taking writes while the store was frozen"
-kill -CONT "$s3_pid"
+  fail "the gateway stopped taking writes while the store was away"
+s3_outage_end
 wait "$wpid" || { cat "$tmp/write.out"; fail "a client write failed"; }
 cat "$tmp/write.out"
 

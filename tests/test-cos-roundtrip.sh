@@ -15,7 +15,7 @@ plugin=$(cos_plugin)
 
 start_s3rver vol
 read -r -a creds <<<"$(s3_creds)"
-common=("$plugin" endpoint="$s3_endpoint" bucket=vol prefix=rt/ "${creds[@]}")
+common=("$plugin" endpoint="$s3_endpoint" bucket="$s3_bucket" prefix=rt/ "${creds[@]}")
 osize=65536
 
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${common[@]}" \
@@ -25,7 +25,7 @@ uri=$(nbd_uri "$tmp/n.sock")
 nbdinfo "$uri" >"$tmp/info"
 grep -q 'export-size: 4194304' "$tmp/info" || fail "wrong size: $(cat "$tmp/info")"
 desc=$(sed -n 's/^[[:space:]]*description: //p' "$tmp/info")
-[[ $desc == "hhc-cos $s3_endpoint vol rt "* ]] ||
+[[ $desc == "hhc-cos $s3_endpoint $s3_bucket rt "* ]] ||
   fail "unexpected export description: $desc"
 
 # Random unaligned writes (seeded), each checked against a model of
@@ -75,7 +75,7 @@ for i in range(len(model) // osize):
     if any(model[i * osize:(i + 1) * osize]):
         print("%016x" % i)
 EOF
-{ s3rver_objects vol rt | grep -v '^volume.json$' || :; } >"$tmp/actual.objects"
+{ s3_objects rt/ | grep -v '^volume.json$' || :; } >"$tmp/actual.objects"
 diff -u "$tmp/expected.objects" "$tmp/actual.objects" ||
   fail "objects in the bucket differ from the non-zero objects of the volume"
 grep -q '^0000000000000002$' "$tmp/actual.objects" &&

@@ -18,7 +18,7 @@ plugin=$(cos_plugin)
 
 start_s3rver vol
 read -r -a creds <<<"$(s3_creds)"
-cos=("$plugin" endpoint="$s3_endpoint" bucket=vol prefix=wb "${creds[@]}"
+cos=("$plugin" endpoint="$s3_endpoint" bucket="$s3_bucket" prefix=wb "${creds[@]}"
      object-size=64K)
 start_nbdkit -P "$tmp/n.pid" -U "$tmp/n.sock" "${cos[@]}" create=true \
   size=4M cos-stats="$tmp/cos.json"
