@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,8 +177,12 @@ fuse_stop (struct attach *a, struct csi_err *e)
 {
   if (mnt_umount (a->fuse_dir, e) < 0)
     return -1;
-  if (a->fuse_pid > 0 && !is_our_fuse (a->fuse_pid, a->fuse_dir))
-    a->fuse_pid = 0; /* ended, or not ours any more: left alone */
+  /* Our own child is waited for as it is; a PID from a record of an
+   * earlier hhc-csi only while it is still that nbdfuse.
+   */
+  if (a->fuse_pid > 0 && waitpid (a->fuse_pid, NULL, WNOHANG) == -1
+      && errno == ECHILD && !is_our_fuse (a->fuse_pid, a->fuse_dir))
+    a->fuse_pid = 0;
   for (int i = 0;
        a->fuse_pid > 0 && !run_ended (a->fuse_pid) && i < FUSE_WAIT_S * 30; i++)
     {

@@ -27,14 +27,8 @@ staged_rec (const struct csi_conf *c, const char *volume_id, struct rec *rec,
             enum csi_code code, struct csi_err *e)
 {
   struct csi_volid v;
-  if (!volume_id || !*volume_id)
-    return csi_fail (e, CSI_INVALID_ARGUMENT, "volume_id is missing");
-  if (csi_volid_parse (c, volume_id, &v, e) < 0)
+  if (node_volume (c, volume_id, &v, e) < 0)
     return -1;
-  if (!c->have_node)
-    return csi_fail (e, CSI_FAILED_PRECONDITION,
-                     "hhc-csi has no node configuration (\"node\" in %s)",
-                     c->file);
   int have = rec_load (&c->node, v.export_name, rec, e);
   if (have < 0)
     return -1;

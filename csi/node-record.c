@@ -164,3 +164,18 @@ rec_count (const struct csi_node_conf *n, struct csi_err *e)
   closedir (d);
   return count;
 }
+
+int
+node_volume (const struct csi_conf *c, const char *volume_id,
+             struct csi_volid *v, struct csi_err *e)
+{
+  if (!volume_id || !*volume_id)
+    return csi_fail (e, CSI_INVALID_ARGUMENT, "volume_id is missing");
+  if (csi_volid_parse (c, volume_id, v, e) < 0)
+    return -1;
+  if (!c->have_node)
+    return csi_fail (e, CSI_FAILED_PRECONDITION,
+                     "hhc-csi has no node configuration (\"node\" in %s)",
+                     c->file);
+  return 0;
+}

@@ -226,11 +226,9 @@ stage_check (const struct csi_conf *c, struct stage *s, struct csi_err *e)
 {
   const struct csi_stage_req *r = s->r;
   struct stat st;
-  if (!r->volume_id || !*r->volume_id)
-    return csi_fail (e, CSI_INVALID_ARGUMENT, "volume_id is missing");
   if (!r->staging_path || !*r->staging_path)
     return csi_fail (e, CSI_INVALID_ARGUMENT, "staging_target_path is missing");
-  if (csi_volid_parse (c, r->volume_id, &s->v, e) < 0)
+  if (node_volume (c, r->volume_id, &s->v, e) < 0)
     return -1;
   s->g.v = &s->v;
   if (stat (r->staging_path, &st) < 0 || !S_ISDIR (st.st_mode))
@@ -238,10 +236,6 @@ stage_check (const struct csi_conf *c, struct stage *s, struct csi_err *e)
                      r->staging_path);
   if (csi_params_parse (&r->context, &s->p, e) < 0)
     return -1;
-  if (!c->have_node)
-    return csi_fail (e, CSI_FAILED_PRECONDITION,
-                     "hhc-csi has no node configuration (\"node\" in %s)",
-                     c->file);
   s->fs_type = r->fs_type && *r->fs_type ? r->fs_type : "ext4";
   if (!r->block && !mnt_fs_supported (s->fs_type))
     return csi_fail (e, CSI_INVALID_ARGUMENT,
@@ -448,16 +442,10 @@ csi_node_unstage (const struct csi_conf *c, const char *node_id,
   HHC_SCOPED_LOCK (&node_lock);
   struct csi_volid v;
   struct rec rec;
-  if (!volume_id || !*volume_id)
-    return csi_fail (e, CSI_INVALID_ARGUMENT, "volume_id is missing");
   if (!staging_path || !*staging_path)
     return csi_fail (e, CSI_INVALID_ARGUMENT, "staging_target_path is missing");
-  if (csi_volid_parse (c, volume_id, &v, e) < 0)
+  if (node_volume (c, volume_id, &v, e) < 0)
     return -1;
-  if (!c->have_node)
-    return csi_fail (e, CSI_FAILED_PRECONDITION,
-                     "hhc-csi has no node configuration (\"node\" in %s)",
-                     c->file);
   int have = rec_load (&c->node, v.export_name, &rec, e);
   if (have < 0)
     return -1;

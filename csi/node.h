@@ -165,6 +165,11 @@ struct rec {
 /* STATE/EXPORT.SUFFIX into buf; -1 when too long. */
 int rec_file (const struct csi_node_conf *n, const char *export_name,
               const char *suffix, char *buf, size_t size);
+/* The volume of volume_id on a node: INVALID_ARGUMENT when it is
+ * missing or malformed, FAILED_PRECONDITION without a "node" config.
+ */
+int node_volume (const struct csi_conf *c, const char *volume_id,
+                 struct csi_volid *v, struct csi_err *e);
 /* 0 and *r; 1 when there is no record; -1 with *e on error. */
 int rec_load (const struct csi_node_conf *n, const char *export_name,
               struct rec *r, struct csi_err *e);
