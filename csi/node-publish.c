@@ -63,6 +63,19 @@ make_target (const char *target, bool block, struct csi_err *e)
   return 1;
 }
 
+/* Whether path shows the staged volume of rec. */
+static bool
+is_publish_of (const struct rec *rec, const char *path)
+{
+  struct stat a, b;
+  if (mnt_is_mounted (path) != 1 || stat (path, &a) < 0)
+    return false;
+  if (rec->block)
+    return stat (rec->att.dev, &b) == 0 && S_ISBLK (a.st_mode)
+           && a.st_rdev == b.st_rdev;
+  return stat (rec->staging_path, &b) == 0 && a.st_dev == b.st_dev;
+}
+
 int
 csi_node_publish (const struct csi_conf *c, const struct csi_publish_req *r,
                   struct csi_err *e)
@@ -83,7 +96,11 @@ csi_node_publish (const struct csi_conf *c, const struct csi_publish_req *r,
                      "volume %s is staged with another access type",
                      rec.volume_id);
   if (mnt_is_mounted (r->target_path) == 1)
-    return 0;
+    return is_publish_of (&rec, r->target_path)
+               ? 0
+               : csi_fail (e, CSI_ALREADY_EXISTS,
+                           "%s holds another mount than volume %s",
+                           r->target_path, rec.volume_id);
   int made = make_target (r->target_path, r->block, e);
   if (made < 0)
     return -1;
@@ -117,19 +134,6 @@ csi_node_unpublish (const struct csi_conf *c, const char *volume_id,
     return csi_fail (e, CSI_INTERNAL, "remove %s: %s", target_path,
                      strerror (errno));
   return 0;
-}
-
-/* Whether path shows the staged volume of rec. */
-static bool
-is_publish_of (const struct rec *rec, const char *path)
-{
-  struct stat a, b;
-  if (mnt_is_mounted (path) != 1 || stat (path, &a) < 0)
-    return false;
-  if (rec->block)
-    return stat (rec->att.dev, &b) == 0 && S_ISBLK (a.st_mode)
-           && a.st_rdev == b.st_rdev;
-  return stat (rec->staging_path, &b) == 0 && a.st_dev == b.st_dev;
 }
 
 int
