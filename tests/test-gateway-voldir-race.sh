@@ -9,12 +9,15 @@
 # write-back wrote block A back and flushed.  Held there,
 # the test writes block B through the gateway (acknowledged into the
 # cache, mode wb, idle-ms=0 so nothing writes it back), then opens the
-# gate.  Then:
+# gate.  Then, usually:
 #   - remove exits 1, its last line "was written to during the drain";
 #   - the volume file is back, the volume is served again and B reads
 #     back through the gateway;
 #   - remove --drain again (the gate is used once): exit 0, the volume
 #     is gone, and the backend file holds A and B.
+# Under load the drain's write-back may still be running when B comes
+# and take B with it: then remove exits 0 and B must be in the backend.
+# Exit 0 with B only in the cache is the failure this test is for.
 # No sleeps: the FIFOs order every step.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
@@ -153,24 +156,40 @@ wait "$write_pid" || st=$?
 [ "$st" -eq 0 ] || fail "the client writing B exited with status $st"
 st=0
 wait "$remove_pid" || st=$?
-[ "$st" -eq 1 ] ||
-  fail "remove --drain during a write: status $st, expected 1 ($(cat "$tmp/remove.err"))"
-# The last line says what happened (the check before it says why).
-tail -n 1 "$tmp/remove.err" |
-  grep -q '^hhcctl volume remove: volume v was written to during the drain' ||
-  fail "remove --drain said: $(cat "$tmp/remove.err")"
-cmp -s -n 65536 -i 2097152:0 "$tmp/backend.img" "$tmp/B" &&
-  fail "B reached the backend: the test did not race the drain"
+# What must hold either way: remove never reports success while B is
+# only in the cache.  Usually the held flush is the drain's last one
+# and remove finds B in the stopped cache (status 1, the volume served
+# again); under load the write-back may still be running when B comes
+# and take B with it (status 0, B in the backend).  Both are right;
+# exit 0 with B missing from the backend is the bug.
+if [ "$st" -eq 0 ]; then
+  cmp -s -n 65536 -i 2097152:0 "$tmp/backend.img" "$tmp/B" ||
+    fail "remove --drain exited 0 but B is not in the backend"
+  [ ! -e "$tmp/vol.d/v.json" ] || fail "v.json still there after exit 0"
+  echo "$_hhc_name: (the drain took B with it: status 0, B in the backend)"
+  : >"$tmp/v.json.gone"
+else
+  [ "$st" -eq 1 ] ||
+    fail "remove --drain during a write: status $st ($(cat "$tmp/remove.err"))"
+  # The last line says what happened (the check before it says why).
+  tail -n 1 "$tmp/remove.err" |
+    grep -q '^hhcctl volume remove: volume v was written to during the drain' ||
+    fail "remove --drain said: $(cat "$tmp/remove.err")"
+  cmp -s -n 65536 -i 2097152:0 "$tmp/backend.img" "$tmp/B" &&
+    fail "B reached the backend, yet remove said it did not"
 
-# Served again, with B.
-[ -e "$tmp/vol.d/v.json" ] || fail "v.json not put back"
-served || fail "v not served after the failed remove: $(ctl list)"
-front "assert h.pread(65536, 2097152) == open('$tmp/B', 'rb').read()
+  # Served again, with B.
+  [ -e "$tmp/vol.d/v.json" ] || fail "v.json not put back"
+  served || fail "v not served after the failed remove: $(ctl list)"
+  front "assert h.pread(65536, 2097152) == open('$tmp/B', 'rb').read()
 assert h.pread(65536, 1048576) == open('$tmp/A', 'rb').read()"
+fi
 
 # Again, nobody writing: drained, removed, A and B in the backend.
-ctl remove --drain --wait 60 v 2>"$tmp/remove.err" ||
-  fail "the second remove --drain failed: $(cat "$tmp/remove.err")"
+if [ ! -e "$tmp/v.json.gone" ]; then
+  ctl remove --drain --wait 60 v 2>"$tmp/remove.err" ||
+    fail "the second remove --drain failed: $(cat "$tmp/remove.err")"
+fi
 [ ! -e "$tmp/vol.d/v.json" ] || fail "v.json still there"
 ctl list | grep -q '^v ' && fail "v still listed"
 cmp -n 65536 -i 1048576:0 "$tmp/backend.img" "$tmp/A" ||
