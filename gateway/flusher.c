@@ -23,6 +23,7 @@
 #include "passdown.h"
 #include "reclaim.h"
 #include "flusher.h"
+#include "pace.h"
 #include "vol.h"
 
 #define BATCH 256               /* blocks per batch, at most... */
@@ -447,28 +448,45 @@ nap (struct hhc_flusher *f, unsigned ms)
 
 static void write_stats (struct hhc_volume *vol, uint64_t *last);
 
-/* What a round of the thread does (decided under the flusher lock). */
-struct pace {
-  bool go;   /* write back a batch */
-  bool full; /* and the next one at once */
-};
+/* The log's room for dirty blocks (0: no log, or it is not healthy):
+ * its region less the tail room held for its segment buffers, one
+ * reclaim buffer and a wrap (docs/design.md §5.6).
+ */
+static uint64_t
+log_room_blocks (struct hhc_volume *vol)
+{
+  struct log_stats st;
+  uint64_t seg = vol->conf.segment_size ? vol->conf.segment_size : 1u << 20;
+  unsigned nbuf = vol->conf.log_buffers ? vol->conf.log_buffers : 4;
+
+  if (vol->log == NULL || !log_healthy (vol->log))
+    return 0;
+  log_get_stats (vol->log, &st);
+  return pace_log_blocks (st.region_size, (nbuf + 3) * seg, st.bytes, st.blocks,
+                          vol->bs);
+}
 
 static struct pace
 decide (struct hhc_flusher *f)
 {
   struct hhc_volume *vol = f->vol;
-  uint64_t d = ndirty (vol);
-  bool draining = f->draining > 0;
   /* The log filling up calls for write-back too (passive reclaim:
    * the dirty list is oldest first, so the log head moves).
    */
-  double lu = vol->log ? log_usage (vol->log) : 0;
-
-  return (struct pace){
-    .go = d > 0 && (d >= vol->dirty_low || draining || idle (vol) || lu >= 0.5),
-    .full = d >= vol->dirty_high || draining || idle (vol)
-            || vol_needs_reclaim (vol) || lu >= 0.75,
+  struct pace_in in = {
+    .ndirty = ndirty (vol),
+    .cache_low = vol->dirty_low,
+    .cache_high = vol->dirty_high,
+    .low = vol->conf.dirty_low,
+    .high = vol->conf.dirty_high,
+    .log_blocks = log_room_blocks (vol),
+    .log_used = vol->log ? log_usage (vol->log) : 0,
+    .draining = f->draining > 0,
+    .idle = idle (vol),
+    .reclaim = vol_needs_reclaim (vol),
   };
+
+  return pace_decide (&in);
 }
 
 /* Back-off after failed batches. */

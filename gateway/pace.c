@@ -1,0 +1,57 @@
+/* The flusher's pace: see pace.h.
+ *
+ *   share s = max (ndirty / nslots, ndirty / log_blocks): a watermark
+ *   of P percent is min (nslots * P, log_blocks * P) / 100 slots
+ *
+ *   | condition                                         | round      |
+ *   |---------------------------------------------------|------------|
+ *   | no dirty block, or s < low, log < 1/2 used,       | none       |
+ *   |   not idle, not draining                          |            |
+ *   | s >= low, or log >= 1/2 used                      | a batch    |
+ *   | s >= high, log >= 3/4 used, idle, draining,       | back to    |
+ *   |   free pool low                                   | back       |
+ *
+ * "Used" counts dead entries too (they leave only as the head moves,
+ * which write-back of the oldest blocks helps); the share counts what
+ * only write-back can free.
+ */
+#include <config.h>
+
+#include "common.h"
+#include "pace.h"
+
+uint64_t
+pace_log_blocks (uint64_t region, uint64_t reserve, uint64_t bytes,
+                 uint64_t blocks, uint32_t bs)
+{
+  uint64_t cost = bs;
+
+  if (blocks > 0 && bytes / blocks > cost)
+    cost = bytes / blocks;
+  if (region <= reserve || cost == 0)
+    return 0;
+  return (region - reserve) / cost;
+}
+
+uint64_t
+pace_watermark (uint64_t cache_wm, unsigned percent, uint64_t log_blocks)
+{
+  if (log_blocks == 0)
+    return cache_wm;
+  return HHC_MIN (cache_wm, log_blocks * percent / 100);
+}
+
+struct pace
+pace_decide (const struct pace_in *in)
+{
+  uint64_t d = in->ndirty;
+  bool push = in->draining || in->idle;
+
+  return (struct pace){
+    .go = d > 0
+          && (d >= pace_watermark (in->cache_low, in->low, in->log_blocks)
+              || push || in->log_used >= 0.5),
+    .full = d >= pace_watermark (in->cache_high, in->high, in->log_blocks)
+            || push || in->reclaim || in->log_used >= 0.75,
+  };
+}
