@@ -5,7 +5,9 @@
  * The case of issue 32: a cache of 192 MiB (49152 slots of 4 KiB) with
  * a 64 MiB log.  The cache's watermarks (20 % and 60 % of its slots)
  * lie beyond what the log holds at all, so only the log's share can
- * start write-back in time.
+ * start write-back in time.  The last test runs the flusher thread of
+ * a volume with such a log and waits for write-back (bounded waits on
+ * the backend's counters, no sleeps).
  */
 #include <config.h>
 
@@ -19,10 +21,10 @@
 
 #include <cmocka.h>
 
-#include "membackend.h"
+#include "log-helpers.h"
+#include "log-format.h"
 #include "pace.h"
 
-#define BS 4096u
 #define MIB (UINT64_C (1) << 20)
 #define SLOTS 49152u      /* 192 MiB of 4 KiB */
 #define RESERVE (7 * MIB) /* 4 buffers + 3 of 1 MiB */
@@ -154,13 +156,39 @@ test_other_reasons (void **state)
   assert_false (pace_decide (&in).go);
 }
 
+/* A volume of 1024 slots (dirty-low: 204 dirty) with a log of 1 MiB
+ * that holds about 140 blocks (dirty-low: about 28): 40 dirty blocks,
+ * written without a FLUSH (one segment: the log is far from half
+ * used), never idle: only the log's share starts write-back.
+ */
+static void
+test_flusher_follows_log (void **state)
+{
+  struct env e;
+
+  (void)state;
+  env_init (&e, 4096, 1024, 1, LOG_REGION_OFF + MIB);
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  assert_true (e.vol->dirty_low >= 200);
+  membackend_reset_counts (e.mb);
+  for (uint64_t l = 0; l < 40; l++)
+    env_write (&e, l, 1, false);
+  assert_true (membackend_wait_count (e.mb, MB_WRITES, 1, 30000));
+  assert_true (membackend_wait_count (e.mb, MB_FLUSHES, 1, 30000));
+  env_free (&e);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_log_blocks),    cmocka_unit_test (test_watermark),
-    cmocka_unit_test (test_cache_share),   cmocka_unit_test (test_log_share),
+    cmocka_unit_test (test_log_blocks),
+    cmocka_unit_test (test_watermark),
+    cmocka_unit_test (test_cache_share),
+    cmocka_unit_test (test_log_share),
     cmocka_unit_test (test_other_reasons),
+    cmocka_unit_test (test_flusher_follows_log),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
