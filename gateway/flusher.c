@@ -420,20 +420,6 @@ flusher_writeback_all (struct hhc_volume *vol, void *bctx)
 
 /* ---- the thread ---- */
 
-static uint64_t
-ndirty (struct hhc_volume *vol)
-{
-  return __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE);
-}
-
-static bool
-idle (struct hhc_volume *vol)
-{
-  uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
-  return vol->conf.idle_ms > 0
-         && hhc_now_ns () - last > (uint64_t)vol->conf.idle_ms * 1000000;
-}
-
 /* Wait until kicked or ms pass (flusher lock held). */
 static void
 nap (struct hhc_flusher *f, unsigned ms)
@@ -448,45 +434,13 @@ nap (struct hhc_flusher *f, unsigned ms)
 
 static void write_stats (struct hhc_volume *vol, uint64_t *last);
 
-/* The log's room for dirty blocks (0: no log, or it is not healthy):
- * its region less the tail room held for its segment buffers, one
- * reclaim buffer and a wrap (docs/design.md §5.6).
+/* The flusher lock is held: pace_of takes the log's lock (flusher lock
+ * -> log lock, vol.h).
  */
-static uint64_t
-log_room_blocks (struct hhc_volume *vol)
-{
-  struct log_stats st;
-  uint64_t seg = vol->conf.segment_size ? vol->conf.segment_size : 1u << 20;
-  unsigned nbuf = vol->conf.log_buffers ? vol->conf.log_buffers : 4;
-
-  if (vol->log == NULL || !log_healthy (vol->log))
-    return 0;
-  log_get_stats (vol->log, &st);
-  return pace_log_blocks (st.region_size, (nbuf + 3) * seg, st.bytes, st.blocks,
-                          vol->bs);
-}
-
 static struct pace
 decide (struct hhc_flusher *f)
 {
-  struct hhc_volume *vol = f->vol;
-  /* The log filling up calls for write-back too (passive reclaim:
-   * the dirty list is oldest first, so the log head moves).
-   */
-  struct pace_in in = {
-    .ndirty = ndirty (vol),
-    .cache_low = vol->dirty_low,
-    .cache_high = vol->dirty_high,
-    .low = vol->conf.dirty_low,
-    .high = vol->conf.dirty_high,
-    .log_blocks = log_room_blocks (vol),
-    .log_used = vol->log ? log_usage (vol->log) : 0,
-    .draining = f->draining > 0,
-    .idle = idle (vol),
-    .reclaim = vol_needs_reclaim (vol),
-  };
-
-  return pace_decide (&in);
+  return pace_of (f->vol, f->draining > 0);
 }
 
 /* Back-off after failed batches. */

@@ -19,6 +19,7 @@
 #include "flusher.h"
 #include "log-format.h"
 #include "logstart.h"
+#include "pace.h"
 #include "vol.h"
 
 struct replay_ctx {
@@ -221,9 +222,7 @@ static void
 warn_small_log (struct hhc_volume *vol)
 {
   struct log_stats st;
-  uint64_t seg = vol->conf.segment_size ? vol->conf.segment_size : 1u << 20;
-  unsigned nbuf = vol->conf.log_buffers ? vol->conf.log_buffers : 4;
-  uint64_t reserve = (nbuf + 3) * seg;
+  uint64_t reserve = pace_log_reserve (&vol->conf);
   uint64_t need = vol->dirty_max * vol->bs;
   char a[32], b[32], c[32], d[32];
 

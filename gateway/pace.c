@@ -19,6 +19,8 @@
 
 #include "common.h"
 #include "pace.h"
+#include "reclaim.h"
+#include "vol.h"
 
 uint64_t
 pace_log_blocks (uint64_t region, uint64_t reserve, uint64_t bytes,
@@ -54,4 +56,56 @@ pace_decide (const struct pace_in *in)
     .full = d >= pace_watermark (in->cache_high, in->high, in->log_blocks)
             || push || in->reclaim || in->log_used >= 0.75,
   };
+}
+
+uint64_t
+pace_log_reserve (const struct hhc_conf *conf)
+{
+  uint64_t seg = conf->segment_size ? conf->segment_size : 1u << 20;
+  unsigned nbuf = conf->log_buffers ? conf->log_buffers : 4;
+
+  return (nbuf + 3) * seg;
+}
+
+/* The log's room for dirty blocks (0: no log, or it is not healthy). */
+static uint64_t
+log_room_blocks (struct hhc_volume *vol)
+{
+  struct log_stats st;
+
+  if (vol->log == NULL || !log_healthy (vol->log))
+    return 0;
+  log_get_stats (vol->log, &st);
+  return pace_log_blocks (st.region_size, pace_log_reserve (&vol->conf),
+                          st.bytes, st.blocks, vol->bs);
+}
+
+static bool
+idle (struct hhc_volume *vol)
+{
+  uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
+  return vol->conf.idle_ms > 0
+         && hhc_now_ns () - last > (uint64_t)vol->conf.idle_ms * 1000000;
+}
+
+struct pace
+pace_of (struct hhc_volume *vol, bool draining)
+{
+  /* The log filling up calls for write-back too (passive reclaim:
+   * the dirty list is oldest first, so the log head moves).
+   */
+  struct pace_in in = {
+    .ndirty = __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE),
+    .cache_low = vol->dirty_low,
+    .cache_high = vol->dirty_high,
+    .low = vol->conf.dirty_low,
+    .high = vol->conf.dirty_high,
+    .log_blocks = log_room_blocks (vol),
+    .log_used = vol->log ? log_usage (vol->log) : 0,
+    .draining = draining,
+    .idle = idle (vol),
+    .reclaim = vol_needs_reclaim (vol),
+  };
+
+  return pace_decide (&in);
 }

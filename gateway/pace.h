@@ -1,6 +1,6 @@
 /* The flusher's pace (docs/design.md §6.2): when to write back, and
  * whether at full speed, from the dirty share of the cache and of the
- * HDD log.  Pure functions of their inputs (no locks, no I/O).
+ * HDD log.  All but pace_of are pure functions of their inputs.
  *
  * The log's dirty share is the room the dirty blocks take in the log
  * (ndirty times what one logged block costs there, its data plus its
@@ -10,12 +10,19 @@
  * dirty-low and dirty-high watermarks apply to it: with a log smaller
  * than the cache's dirty part, write-back starts early enough that
  * live entries do not fill the log while FLUSHes wait for room.
+ *
+ * pace_of gathers the inputs from a volume: it takes the log's lock
+ * (briefly, twice), so its caller may hold the flusher lock but not
+ * the log's (flusher lock -> log lock, vol.h).
  */
 #ifndef HHC_PACE_H
 #define HHC_PACE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+struct hhc_conf;
+struct hhc_volume;
 
 /* What one round of the flusher sees. */
 struct pace_in {
@@ -48,5 +55,11 @@ uint64_t pace_watermark (uint64_t cache_wm, unsigned percent,
                          uint64_t log_blocks);
 /* The decision for one round. */
 struct pace pace_decide (const struct pace_in *in);
+/* Tail room (bytes) the log keeps for its segment buffers, one reclaim
+ * buffer and a wrap (docs/design.md §5.6): not for dirty blocks.
+ */
+uint64_t pace_log_reserve (const struct hhc_conf *conf);
+/* The decision for the flusher of vol now (see above for the lock). */
+struct pace pace_of (struct hhc_volume *vol, bool draining);
 
 #endif /* HHC_PACE_H */
