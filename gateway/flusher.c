@@ -23,6 +23,7 @@
 #include "passdown.h"
 #include "reclaim.h"
 #include "flusher.h"
+#include "pace.h"
 #include "vol.h"
 
 #define BATCH 256               /* blocks per batch, at most... */
@@ -419,20 +420,6 @@ flusher_writeback_all (struct hhc_volume *vol, void *bctx)
 
 /* ---- the thread ---- */
 
-static uint64_t
-ndirty (struct hhc_volume *vol)
-{
-  return __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE);
-}
-
-static bool
-idle (struct hhc_volume *vol)
-{
-  uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
-  return vol->conf.idle_ms > 0
-         && hhc_now_ns () - last > (uint64_t)vol->conf.idle_ms * 1000000;
-}
-
 /* Wait until kicked or ms pass (flusher lock held). */
 static void
 nap (struct hhc_flusher *f, unsigned ms)
@@ -447,28 +434,13 @@ nap (struct hhc_flusher *f, unsigned ms)
 
 static void write_stats (struct hhc_volume *vol, uint64_t *last);
 
-/* What a round of the thread does (decided under the flusher lock). */
-struct pace {
-  bool go;   /* write back a batch */
-  bool full; /* and the next one at once */
-};
-
+/* The flusher lock is held: pace_of takes the log's lock (flusher lock
+ * -> log lock, vol.h).
+ */
 static struct pace
 decide (struct hhc_flusher *f)
 {
-  struct hhc_volume *vol = f->vol;
-  uint64_t d = ndirty (vol);
-  bool draining = f->draining > 0;
-  /* The log filling up calls for write-back too (passive reclaim:
-   * the dirty list is oldest first, so the log head moves).
-   */
-  double lu = vol->log ? log_usage (vol->log) : 0;
-
-  return (struct pace){
-    .go = d > 0 && (d >= vol->dirty_low || draining || idle (vol) || lu >= 0.5),
-    .full = d >= vol->dirty_high || draining || idle (vol)
-            || vol_needs_reclaim (vol) || lu >= 0.75,
-  };
+  return pace_of (f->vol, f->draining > 0);
 }
 
 /* Back-off after failed batches. */

@@ -17,7 +17,9 @@
 
 #include "common.h"
 #include "flusher.h"
+#include "log-format.h"
 #include "logstart.h"
+#include "pace.h"
 #include "vol.h"
 
 struct replay_ctx {
@@ -195,6 +197,49 @@ make_room_for_rebase (struct hhc_volume *vol, void *bctx)
   return r;
 }
 
+/* n bytes as the parameters write them: G if whole, else M (rounded
+ * up if up, else to the nearest).
+ */
+static const char *
+size_str (char *buf, size_t len, uint64_t n, bool up)
+{
+  const uint64_t M = UINT64_C (1) << 20;
+
+  if (n >= (M << 10) && n % (M << 10) == 0)
+    snprintf (buf, len, "%" PRIu64 "G", n >> 30);
+  else
+    snprintf (buf, len, "%" PRIu64 "M", up ? (n + M - 1) / M : (n + M / 2) / M);
+  return buf;
+}
+
+/* Warn if the log cannot hold dirty-max of the cache (even at one block
+ * per block, before segment headers): then a FLUSH waits for write-back
+ * to the backend once the dirty blocks fill the log, however early the
+ * flusher starts (pace.h).  The log keeps room at its tail for its
+ * segment buffers, one reclaim buffer and a wrap.
+ */
+static void
+warn_small_log (struct hhc_volume *vol)
+{
+  struct log_stats st;
+  uint64_t reserve = pace_log_reserve (&vol->conf);
+  uint64_t need = vol->dirty_max * vol->bs;
+  char a[32], b[32], c[32], d[32];
+
+  log_get_stats (vol->log, &st);
+  if (st.region_size >= need + reserve)
+    return;
+  hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+           "log-size=%s holds less than dirty-max=%u%% of cache-size=%s "
+           "(%s): FLUSHes will wait for write-back to the backend when the "
+           "dirty blocks fill the log; make log-size at least %s, or lower "
+           "dirty-max",
+           size_str (a, sizeof a, st.region_size + LOG_REGION_OFF, false),
+           vol->conf.dirty_max, size_str (b, sizeof b, vol->dev->size, false),
+           size_str (c, sizeof c, need, false),
+           size_str (d, sizeof d, need + reserve + LOG_REGION_OFF, true));
+}
+
 /* Write every dirty block of the cache to the log under a new base
  * barrier.
  */
@@ -253,6 +298,7 @@ logstart_run (struct hhc_volume *vol, void *bctx)
     return r;
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
+  warn_small_log (vol);
   if ((r = make_room_for_rebase (vol, bctx)) != 0)
     return r;
   return rebase_dirty (vol);
