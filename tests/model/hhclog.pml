@@ -59,6 +59,15 @@
  * makes every later FLUSH fail (sticky); a write-back stays dirty if
  * any backend flush failed since its write.  FLAW_BFLUSH_RETRY,
  * MUT_FLUSHER_FAIL_SILENT and FLAW_WB_OTHER_FAIL break them.
+ *
+ * -DINFLIGHT=K (issue 32, K = 2 or 3): pipelined barriers.  The writer
+ * goes on writing while up to K barrier segments are written and not
+ * yet durable; each one's sync (or FUA write) completes on each mirror
+ * on its own, in any order; durable_barrier advances only over the
+ * oldest ones done on every healthy mirror (the contiguous prefix).
+ * MUT_ACK_OUT_OF_ORDER, MUT_RELEASE_INFLIGHT and
+ * MUT_NOTHING_NEW_INFLIGHT break that; MUT_REPLAY_PAST_HOLE (any K)
+ * lets the chain walk step over an invalid record.
  */
 
 #define NLBA 2
