@@ -34,6 +34,10 @@ configs=(
   "emerg|-DEMERG_FULL -DALL2=1 -DMAXRUNS=1 -DMAXWB=2|emergency barriers also in a full log, with no ticket owed"
   "rebase|-DNPOS=5|a log big enough to re-log two dirty blocks at start-up, barriers during it"
   "all2|-DALL2=1 -DMAXRUNS=1 -DMAXWB=2|both clients write and trim"
+  "pipe2-mirrors|-DINFLIGHT=2 -DMAXFAIL=2 -DMAXOPS=2|two barriers in flight (issue 32), mirrors failing meanwhile"
+  "pipe2|-DINFLIGHT=2 -DMAXRUNS=1|two barriers in flight, each durable on each mirror in any order"
+  "pipe2-runs2|-DINFLIGHT=2 -DMAXOPS=2|two barriers in flight, over two runs (restart, re-log)"
+  "pipe3|-DINFLIGHT=3 -DMAXOPS=2|three barriers in flight"
   "bfail|-DBFAIL -DMAXRUNS=1|backend flushes fail and drop unflushed writes: sticky FLUSH errors (fix 9, 10)"
   "wal-mirrors|-DWAL -DMAXFAIL=2 -DMAXOPS=2|write-ahead log, mirrors failing down to none"
   "heal|-DHEAL -DMAXFAIL=2 -DMAXOPS=2 -DMAXRUNS=1|failed mirrors keep their stale log and heal; voided (fix 8)"
@@ -56,6 +60,12 @@ if [ -n "${HHC_MODEL_FULL:-}" ]; then
     "wal-drop|-DWAL -DWAL_DROP|write-ahead log, the redo drops revoked blocks, no flusher commit"
     "heal-ops3|-DHEAL -DMAXFAIL=2 -DMAXRUNS=1|failed mirrors heal, three operations (trims that never reach them)"
     "bfail-runs2|-DBFAIL|failing backend flushes over two runs"
+    "pipe2-main|-DINFLIGHT=2|two barriers in flight, the default bounds"
+    "pipe3-main|-DINFLIGHT=3|three barriers in flight, the default bounds"
+    "pipe2-wal|-DWAL -DINFLIGHT=2|write-ahead log, two barriers in flight"
+    "pipe2-heal|-DHEAL -DINFLIGHT=2 -DMAXFAIL=2 -DMAXOPS=2 -DMAXRUNS=1|failed mirrors heal, two barriers in flight"
+    "pipe2-bfail|-DBFAIL -DINFLIGHT=2 -DMAXRUNS=1|failing backend flushes, two barriers in flight"
+    "pipe2-rebase|-DINFLIGHT=2 -DNPOS=5|start-up re-log with two barriers in flight"
   )
 fi
 
@@ -140,7 +150,7 @@ done
 
 echo
 mutants_status=0
-"$here/run-mutants" -j "$ncpu" || mutants_status=$?
+HHC_MODEL_MEMLIM=$memlim "$here/run-mutants" -j "$ncpu" || mutants_status=$?
 if [ "$mutants_status" -ne 0 ]; then
   echo "check-model: run-mutants failed (status $mutants_status)" >&2
   status=1

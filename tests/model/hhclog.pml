@@ -59,6 +59,15 @@
  * makes every later FLUSH fail (sticky); a write-back stays dirty if
  * any backend flush failed since its write.  FLAW_BFLUSH_RETRY,
  * MUT_FLUSHER_FAIL_SILENT and FLAW_WB_OTHER_FAIL break them.
+ *
+ * -DINFLIGHT=K (issue 32, K = 2 or 3): pipelined barriers.  The writer
+ * goes on writing while up to K barrier segments are written and not
+ * yet durable; each one's sync (or FUA write) completes on each mirror
+ * on its own, in any order; durable_barrier advances only over the
+ * oldest ones done on every healthy mirror (the contiguous prefix).
+ * MUT_ACK_OUT_OF_ORDER, MUT_RELEASE_INFLIGHT and
+ * MUT_NOTHING_NEW_INFLIGHT break that; MUT_REPLAY_PAST_HOLE (any K)
+ * lets the chain walk step over an invalid record.
  */
 
 #define NLBA 2
@@ -192,6 +201,28 @@ byte nfree;
 byte nextid;
 byte durid;           /* id of the newest durable barrier (durable_barrier) */
 byte spb;             /* barrier buffer written, its sync pending, or NONE */
+#ifndef INFLIGHT
+#define INFLIGHT 1      /* barrier segments in flight (issue 32; 1: write, sync, next) */
+#endif
+#if INFLIGHT > 1
+/* Pipelined barriers (issue 32): up to INFLIGHT barrier segments
+ * written and not yet durable, oldest first.  The buffer is free once
+ * written; what publishing needs is kept here.  Each one's sync (or
+ * FUA write) completes on each mirror on its own, in any order
+ * (ifsy), and makes durable there that barrier and the segments
+ * written between the previous barrier and it (iflo..ifseq).
+ * durable_barrier advances only over the oldest ones done on every
+ * healthy mirror (the contiguous prefix).
+ */
+byte ifn;             /* barriers in flight */
+byte ifid[INFLIGHT];  /* its buffer id (what tickets name) */
+byte ifrvu[INFLIGHT]; /* its rev_upto - rev_durable */
+byte ifseq[INFLIGHT]; /* its seq */
+byte iflo[INFLIGHT];  /* the first seq its sync makes durable */
+byte ifsy[INFLIGHT];  /* mirrors (bits) where its sync completed */
+byte nextlo;          /* iflo of the next barrier written */
+bool wnbl;            /* a non-barrier segment written since the last barrier written */
+#endif
 byte pendrev;         /* revokes waiting for a buffer (none current) */
 /* Fix 6: tickets are (buffer id, revoke records issued).  Record counts
  * are kept relative to rev_durable (C: they count from the run's start;
@@ -312,6 +343,24 @@ hidden byte hbs;
 #define NDIRTY (ONE(cst[0] == S_DIRTY) + ONE(cst[1] == S_DIRTY))
 #define OWED (wantid != 0 || wantrev != 0)
 
+/* The writer and the barriers in flight: SYNCIDLE none, SEGOK the
+ * writer may write a segment, HEADOK it may persist the head or
+ * reclaim; EMERG_NB: the newest segment written is under no barrier.
+ * One in flight (the default): the writer syncs a barrier before it
+ * writes on.
+ */
+#if INFLIGHT > 1
+#define SYNCIDLE (ifn == 0)
+#define SEGOK (ifn < INFLIGHT)
+#define HEADOK true
+#define EMERG_NB wnbl
+#else
+#define SYNCIDLE (spb == NONE)
+#define SEGOK (spb == NONE)
+#define HEADOK (spb == NONE)
+#define EMERG_NB wnb
+#endif
+
 /* Fix 6 (commit 05cba10): a ticket is (buffer id, revoke records
  * issued); with no current buffer its id is the newest buffer's, not
  * the next one's; the emergency barrier carries the pending revokes and
@@ -323,11 +372,11 @@ hidden byte hbs;
 #ifdef FLAW_EMERG_NOREV
 #define REVISSUED 0
 #define NOCUR_TGT nextid
-#define EMERG_WHY wnb
+#define EMERG_WHY EMERG_NB
 #else
 #define REVISSUED revctr
 #define NOCUR_TGT (nextid - 1)
-#define EMERG_WHY (wnb || (pendrev != 0 && wantrev != 0))
+#define EMERG_WHY (EMERG_NB || (pendrev != 0 && wantrev != 0))
 #endif
 #ifdef MUT_TICKET_NO_REVS
 #define TICKET_REVS 0
@@ -395,7 +444,7 @@ hidden byte hbs;
 #endif
 
 /* The writer waits for the head to move: write-back must go on. */
-#define LOGSTUCK (spb == NONE && WORK && nused == NPOS && HLIMIT <= hseq)
+#define LOGSTUCK (SYNCIDLE && WORK && nused == NPOS && HLIMIT <= hseq)
 
 /* The backend (C: backend ops pwrite, trim, flush). */
 inline bwrite(x, v) {
@@ -1342,6 +1391,25 @@ inline write_seg() {
   tailpos = (tailpos + 1) % NPOS;
   nused++;
   nextseq++;
+#if INFLIGHT > 1
+  /* one more barrier in flight; its buffer is free once written */
+  if
+  :: buf[hb].bar ->
+     ifid[ifn] = buf[hb].id;
+     ifrvu[ifn] = buf[hb].rvu;
+     ifseq[ifn] = nextseq - 1;
+     iflo[ifn] = nextlo;
+     ifsy[ifn] = 0;
+     ifn++;
+     nextlo = nextseq;
+     wnbl = 0
+#ifndef MUT_NOTHING_NEW_INFLIGHT
+     ; wnb = 1
+#endif
+  :: else -> wnbl = 1; wnb = 1
+  fi;
+  freehead();
+#else
   if
   :: buf[hb].bar ->
      spb = hb;
@@ -1352,6 +1420,7 @@ inline write_seg() {
 #endif
   :: else -> wnb = 1; freehead()
   fi;
+#endif
   hb = 0
 }
 
@@ -1412,6 +1481,128 @@ inline sync_barrier() {
   freehead();
   spb = NONE
 }
+
+#if INFLIGHT > 1
+/* In-flight barrier i is done on every healthy mirror. */
+#define IFDONE(i) ((ifsy[i] | ONE(mfail[0]) | (ONE(mfail[1]) << 1)) == 3)
+#define SATSUB(a, b) ((a) > (b) -> (a) - (b) : 0)
+
+/* Publish in-flight barrier i (C: durable_barrier advances to it):
+ * what sync_barrier does after the sync, then i leaves the pipeline.
+ * Only ever the oldest one (MUT_ACK_OUT_OF_ORDER: any one done).
+ */
+inline publish(i) {
+  if
+  :: nfailed < NMIR ->
+     printf("MSC: durable barrier id %d (seq %d)\n", ifid[i], ifseq[i]);
+     if
+     :: ifid[i] > durid -> durid = ifid[i]
+     :: else
+     fi;
+     if
+     :: wantid <= durid -> wantid = 0
+     :: else
+     fi;
+     hrv = ifrvu[i];
+     revctr = SATSUB(revctr, hrv);
+     wantrev = SATSUB(wantrev, hrv);
+     for (t_ : 0 .. NCLIENT - 1) {
+       clrev[t_] = SATSUB(clrev[t_], hrv)
+     }
+     for (t_ : 0 .. NBUF - 1) {
+       if
+       :: buf[t_].st == B_SEALED -> buf[t_].rvu = SATSUB(buf[t_].rvu, hrv)
+       :: else
+       fi
+     }
+     for (t_ : 0 .. INFLIGHT - 1) {
+       ifrvu[t_] = SATSUB(ifrvu[t_], hrv)
+     }
+     hrv = 0;
+     if
+     :: ifid[i] >= basefrom -> startdur = true
+     :: else
+     fi;
+     /* x's newest entry is in a segment now durable (not in a later
+      * one still in flight: MUT_RELEASE_INFLIGHT)
+      */
+     for (t_ : 0 .. NLBA - 1) {
+       if
+#ifdef MUT_RELEASE_INFLIGHT
+       :: locs[t_] != 0 -> release(t_)
+#else
+       :: locs[t_] != 0 && locs[t_] <= ifseq[i] -> release(t_)
+#endif
+       :: else
+       fi
+     }
+  :: else
+  fi;
+  for (t_ : i .. INFLIGHT - 2) {
+    ifid[t_] = ifid[t_ + 1];
+    ifrvu[t_] = ifrvu[t_ + 1];
+    ifseq[t_] = ifseq[t_ + 1];
+    iflo[t_] = iflo[t_ + 1];
+    ifsy[t_] = ifsy[t_ + 1]
+  }
+  t_ = 0;
+  ifid[INFLIGHT - 1] = 0;
+  ifrvu[INFLIGHT - 1] = 0;
+  ifseq[INFLIGHT - 1] = 0;
+  iflo[INFLIGHT - 1] = 0;
+  ifsy[INFLIGHT - 1] = 0;
+  ifn--;
+  if
+#ifdef MUT_NOTHING_NEW_INFLIGHT
+  :: nfailed < NMIR -> wnb = wnbl
+#else
+  :: nfailed < NMIR -> wnb = (ifn > 0 || wnbl)
+#endif
+  :: else
+  fi
+}
+
+/* durable_barrier advances over the oldest barriers in flight that
+ * are done on every healthy mirror, and stops at the first that is
+ * not (MUT_ACK_OUT_OF_ORDER: first barrier i, if it is done, even if
+ * an older one is not).
+ */
+inline advance(i) {
+#ifdef MUT_ACK_OUT_OF_ORDER
+  if
+  :: i < ifn && IFDONE(i) -> publish(i)
+  :: else
+  fi;
+#endif
+  do
+  :: ifn > 0 && IFDONE(0) -> publish(0)
+  :: else -> break
+  od
+}
+
+/* The sync (or FUA write) of in-flight barrier i completes on mirror
+ * m: it and the segments written since the previous barrier are
+ * durable there (C: they were complete before the barrier's sync or
+ * preflush was issued on that mirror).
+ */
+inline syncone(i, m) {
+  printf("MSC: mirror %d: barrier seq %d durable (from seq %d)\n", m, ifseq[i], iflo[i]);
+  for (t_ : 0 .. NPOS - 1) {
+    if
+    :: D(m, t_).seq != 0 && D(m, t_).seq >= iflo[i] && D(m, t_).seq <= ifseq[i] ->
+       D(m, t_).dur = 1
+    :: else
+    fi
+  }
+  t_ = 0;
+  ifsy[i] = ifsy[i] | BIT(m);
+  advance(i)
+}
+
+#define SYNCOPT(i, m) \
+  :: atomic { up && WRIDLE && ifn > i && !mfail[m] && !((ifsy[i] >> m) & 1) -> \
+       syncone(i, m) }
+#endif
 
 /* Active reclaim: re-log the live entries of the head segment (data
  * read from the SSD, never from the log) and ask for a barrier.
@@ -1476,7 +1667,7 @@ end_wr:
    * with the lock dropped (the other threads go on); then persist a
    * head of at most P.
    */
-  :: atomic { up && ckst == 0 && spb == NONE && CKPT_WHEN && HLIMIT > hseq ->
+  :: atomic { up && ckst == 0 && SYNCIDLE && CKPT_WHEN && HLIMIT > hseq ->
        if
        :: HLIMIT > ckseq ->
           ckp = HLIMIT;
@@ -1497,7 +1688,7 @@ end_wr:
        fi;
        ckst = 0 }
 #else
-  :: atomic { up && spb == NONE && CKPT_WHEN && HLIMIT > hseq ->
+  :: atomic { up && HEADOK && CKPT_WHEN && HLIMIT > hseq ->
        persist_head() }
 #endif
 #if defined(WAL) && !defined(FLAW_WAL_NOLOSTCKPT)
@@ -1509,10 +1700,26 @@ end_wr:
        commit();
        lostck = false }
 #endif
-  :: atomic { up && WRIDLE && spb == NONE && WORK && nused < NPOS && tailpos == NPOS - 1 ->
+  :: atomic { up && WRIDLE && SEGOK && WORK && nused < NPOS && tailpos == NPOS - 1 ->
        write_wrap() }
-  :: atomic { up && WRIDLE && spb == NONE && WORK && nused < NPOS -> write_seg() }
+  :: atomic { up && WRIDLE && SEGOK && WORK && nused < NPOS -> write_seg() }
+#if INFLIGHT > 1
+  SYNCOPT(0, 0)
+  SYNCOPT(0, 1)
+  SYNCOPT(1, 0)
+  SYNCOPT(1, 1)
+#if INFLIGHT > 2
+  SYNCOPT(2, 0)
+  SYNCOPT(2, 1)
+#endif
+#if INFLIGHT > 3
+#error "INFLIGHT > 3: add SYNCOPT rows"
+#endif
+  /* (a mirror failed: the oldest may be done on every healthy one) */
+  :: atomic { up && WRIDLE && ifn > 0 && IFDONE(0) -> advance(0) }
+#else
   :: atomic { up && WRIDLE && spb != NONE -> sync_barrier() }
+#endif
   /* No current buffer, nothing sealed (C: make_room).  Room is not
    * modelled: either there is room (a buffer becomes current, here when
    * a ticket without a buffer is owed) or there is none (an emergency
@@ -1522,7 +1729,7 @@ end_wr:
   :: atomic { up && WRIDLE && nfailed < NMIR && cur == NONE && qn == 0 && OWED -> alloc() }
   :: atomic { up && WRIDLE && started && nfailed < NMIR && cur == NONE && qn == 0 &&
               nused < NPOS && EMERG_WHY && EMERG_WHEN -> emergency() }
-  :: atomic { up && WRIDLE && spb == NONE && reclaims < MAXRECLAIM &&
+  :: atomic { up && WRIDLE && HEADOK && reclaims < MAXRECLAIM &&
               NPOS - nused <= RECLAIM_FREE &&
               (locs[0] == hseq || locs[1] == hseq) && RELOG_OK ->
        reclaim() }
@@ -1743,6 +1950,19 @@ inline reset_log_ram() {
   nextid = 1;
   durid = 0;
   spb = NONE;
+#if INFLIGHT > 1
+  for (k_ : 0 .. INFLIGHT - 1) {
+    ifid[k_] = 0;
+    ifrvu[k_] = 0;
+    ifseq[k_] = 0;
+    iflo[k_] = 0;
+    ifsy[k_] = 0
+  }
+  k_ = 0;
+  ifn = 0;
+  nextlo = 0;
+  wnbl = 0;
+#endif
   pendrev = 0;
   wantid = 0;
   wantrev = 0;
@@ -1849,7 +2069,16 @@ inline crash_mirror(m) {
                     D(0, p).base == D(1, p).base && D(0, p).rev == D(1, p).rev && \
                     D(0, p).ent[0] == D(1, p).ent[0] && D(0, p).ent[1] == D(1, p).ent[1] && \
                     D(0, p).wid == D(1, p).wid && D(0, p).prev == D(1, p).prev)
-#define SAMEMIRRORS (SAMEREC(0) && SAMEREC(1) && SAMEREC(2) && \
+#if NPOS == 3
+#define SAMEHIGH true
+#elif NPOS == 4
+#define SAMEHIGH SAMEREC(3)
+#elif NPOS == 5
+#define SAMEHIGH (SAMEREC(3) && SAMEREC(4))
+#else
+#error "NPOS > 5: extend SAMEHIGH"
+#endif
+#define SAMEMIRRORS (SAMEREC(0) && SAMEREC(1) && SAMEREC(2) && SAMEHIGH && \
                      hintpos[0] == hintpos[1] && hintseq[0] == hintseq[1])
 
 #ifdef FLAW_SEQ_REUSE
@@ -1881,9 +2110,31 @@ inline scan(m) {
      n++;
      s++;
      p = (p + 1) % NPOS
+#ifdef MUT_REPLAY_PAST_HOLE
+  /* the walk steps over one invalid record (a torn segment) and goes
+   * on with the next seq, trusting that record's link
+   */
+  :: n + 1 < NPOS && s != 0 && k_ == 0 && D(m, p).seq != s &&
+     D(m, (p + 1) % NPOS).seq == s + 1 ->
+     printf("MSC: replay steps over torn seq %d at %d\n", s, p);
+     k_ = 1;
+     lw = D(m, (p + 1) % NPOS).prev;
+     n++;
+     s++;
+     p = (p + 1) % NPOS
+#endif
   :: else -> break
   od
+#ifdef MUT_REPLAY_PAST_HOLE
+  ; k_ = 0
+#endif
 }
+
+#ifdef MUT_REPLAY_PAST_HOLE
+#define NOT_STEPPED(m, p) (D(m, p).seq == s)
+#else
+#define NOT_STEPPED(m, p) true
+#endif
 
 /* C: log_replay's map: the segments from max(head hint, base_seq of
  * the last barrier) to the last barrier in seq order, each one's
@@ -1907,7 +2158,7 @@ inline logmap(m) {
   do
   :: s != 0 && s <= lb ->
      if
-     :: s >= st && !D(m, p).wrap ->
+     :: s >= st && !D(m, p).wrap && NOT_STEPPED(m, p) ->
         printf("MSC: replay seq %d ent %d %d rev %d\n", s, D(m, p).ent[0], D(m, p).ent[1], D(m, p).rev);
 #ifndef MUT_REPLAY_ENT_BEFORE_REV
         for (x : 0 .. NLBA - 1) {
@@ -2029,12 +2280,24 @@ inline restart() {
      scan(m);
      lastwid = lw;
      widctr = lw;
+#ifdef MUT_REPLAY_PAST_HOLE
+     /* no canon: the records outside the chain stay, and new
+      * identities must differ from theirs
+      */
+     for (t_ : 0 .. NMIR * NPOS - 1) {
+       if
+       :: disk[t_].wid > widctr -> widctr = disk[t_].wid
+       :: else
+       fi
+     }
+     t_ = 0;
+#endif
      tailpos = p;
      nextseq = s;
      nused = n;
      hpos = hintpos[m];
      hseq = hintseq[m];
-#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
+#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE) && !defined(MUT_REPLAY_PAST_HOLE)
      canon(n);
 #endif
 #ifndef WAL
@@ -2051,6 +2314,9 @@ inline restart() {
      hseq = 1
   fi;
   printf("MSC: restart: tail seq %d at %d, head %d at %d, used %d\n", nextseq, tailpos, hseq, hpos, nused);
+#if INFLIGHT > 1
+  nextlo = nextseq;
+#endif
   /* Fix 7: until the start-up re-log is complete, segments name the
    * base a replay would use now: the last barrier's (C: log_start).
    */
@@ -2102,7 +2368,7 @@ inline restart() {
 
 /* Crash: what each mirror kept (restart follows). */
 inline crash_mirrors() {
-#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE)
+#if !defined(FLAW_SEQ_REUSE) && !defined(FLAW_MIRROR_DIVERGE) && !defined(MUT_REPLAY_PAST_HOLE)
   /* Two identical mirrors: restart() takes the longer chain
    * and clears what is outside it, so what mirror 0 alone
    * can keep gives every outcome.
@@ -2269,6 +2535,9 @@ init
     m = 0;
     tailpos = 0;
     nextseq = 1;
+#if INFLIGHT > 1
+    nextlo = 1;
+#endif
     baseseq = 1;
     rebase = 1;
     basefrom = 0;
