@@ -73,8 +73,8 @@ main (int argc, char **argv)
 
       if (line[0] == '#' || line[0] == '\n')
         continue;
-      if (sscanf (line, "%" SCNu64 " %7s %" SCNu64 " %" SCNu64, &at, ops,
-                  &off, &len)
+      if (sscanf (line, "%" SCNu64 " %7s %" SCNu64 " %" SCNu64, &at, ops, &off,
+                  &len)
               != 4
           || parse_op (ops, &op, &fua) == -1)
         {
@@ -85,8 +85,8 @@ main (int argc, char **argv)
       printf ("%s %" PRIu64 " %" PRIu64 " start=%" PRIu64 " finish=%" PRIu64
               " seek=%" PRIu64 " transfer=%" PRIu64 " barrier=%" PRIu64
               " dirty=%" PRIu64 "\n",
-              ops, off, len, s.start, s.finish, s.seek, s.transfer,
-              s.barrier, s.dirty);
+              ops, off, len, s.start, s.finish, s.seek, s.transfer, s.barrier,
+              s.dirty);
     }
   return 0;
 }

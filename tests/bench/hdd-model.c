@@ -44,7 +44,7 @@ hdd_model_init (struct hdd_model *m, const struct hdd_params *p)
 uint64_t
 hdd_model_transfer_ns (const struct hdd_model *m, uint64_t len)
 {
-  return (uint64_t) ((unsigned __int128) len * 1000000000u / m->p.bandwidth);
+  return (uint64_t)((unsigned __int128)len * 1000000000u / m->p.bandwidth);
 }
 
 /* Seek charge for an access at OFFSET; moves the head past it. */

@@ -54,19 +54,18 @@ parse_ns (const char *key, const char *v, uint64_t *ns)
   if (errno || end == v || d < 0)
     goto bad;
   if (strcmp (end, "ns") == 0)
-    *ns = (uint64_t) d;
+    *ns = (uint64_t)d;
   else if (strcmp (end, "us") == 0)
-    *ns = (uint64_t) (d * 1e3 + 0.5);
+    *ns = (uint64_t)(d * 1e3 + 0.5);
   else if (strcmp (end, "ms") == 0)
-    *ns = (uint64_t) (d * 1e6 + 0.5);
+    *ns = (uint64_t)(d * 1e6 + 0.5);
   else if (strcmp (end, "s") == 0)
-    *ns = (uint64_t) (d * 1e9 + 0.5);
+    *ns = (uint64_t)(d * 1e9 + 0.5);
   else
     goto bad;
   return 0;
 bad:
-  nbdkit_error ("%s: not a duration (NUMBER then ns, us, ms or s): %s", key,
-                v);
+  nbdkit_error ("%s: not a duration (NUMBER then ns, us, ms or s): %s", key, v);
   return -1;
 }
 
@@ -131,7 +130,7 @@ hddmodel_unload (void)
 static void *
 hddmodel_open (int readonly)
 {
-  (void) readonly;
+  (void)readonly;
   return &fd; /* one device for every connection */
 }
 
@@ -140,7 +139,7 @@ hddmodel_get_size (void *h)
 {
   struct stat st;
 
-  (void) h;
+  (void)h;
   if (fstat (fd, &st) == -1)
     {
       nbdkit_error ("fstat: %s: %m", path);
@@ -152,14 +151,14 @@ hddmodel_get_size (void *h)
 static int
 hddmodel_can_fua (void *h)
 {
-  (void) h;
+  (void)h;
   return NBDKIT_FUA_NATIVE;
 }
 
 static int
 hddmodel_can_one (void *h)
 {
-  (void) h;
+  (void)h;
   return 1;
 }
 
@@ -172,15 +171,15 @@ charge (enum hdd_op op, uint64_t offset, uint64_t len, bool fua)
   uint64_t now;
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
-  now = (uint64_t) ts.tv_sec * 1000000000u + ts.tv_nsec;
+  now = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
   pthread_mutex_lock (&model_lock);
   s = hdd_model_serve (&model, now, op, offset, len, fua);
   pthread_mutex_unlock (&model_lock);
   if (hddmodel_debug_trace)
     nbdkit_debug ("hddmodel: op=%d off=%" PRIu64 " len=%" PRIu64
-                  " fua=%d wait=%" PRIu64 " seek=%" PRIu64
-                  " transfer=%" PRIu64 " barrier=%" PRIu64 " dirty=%" PRIu64,
-                  (int) op, offset, len, (int) fua, s.start - now, s.seek,
+                  " fua=%d wait=%" PRIu64 " seek=%" PRIu64 " transfer=%" PRIu64
+                  " barrier=%" PRIu64 " dirty=%" PRIu64,
+                  (int)op, offset, len, (int)fua, s.start - now, s.seek,
                   s.transfer, s.barrier, s.dirty);
   return s.finish;
 }
@@ -189,8 +188,8 @@ charge (enum hdd_op op, uint64_t offset, uint64_t len, bool fua)
 static void
 wait_until (uint64_t finish)
 {
-  struct timespec ts = { .tv_sec = finish / 1000000000u,
-                         .tv_nsec = finish % 1000000000u };
+  struct timespec ts
+      = { .tv_sec = finish / 1000000000u, .tv_nsec = finish % 1000000000u };
 
   while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
     ;
@@ -203,8 +202,8 @@ hddmodel_pread (void *h, void *buf, uint32_t count, uint64_t offset,
   uint64_t finish = charge (HDD_READ, offset, count, false);
   ssize_t r;
 
-  (void) h;
-  (void) flags;
+  (void)h;
+  (void)flags;
   for (char *p = buf; count > 0; p += r, count -= r, offset += r)
     {
       r = pread (fd, p, count, offset);
@@ -226,7 +225,7 @@ hddmodel_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
       = charge (HDD_WRITE, offset, count, (flags & NBDKIT_FLAG_FUA) != 0);
   ssize_t r;
 
-  (void) h;
+  (void)h;
   for (const char *p = buf; count > 0; p += r, count -= r, offset += r)
     {
       r = pwrite (fd, p, count, offset);
@@ -243,8 +242,8 @@ hddmodel_pwrite (void *h, const void *buf, uint32_t count, uint64_t offset,
 static int
 hddmodel_flush (void *h, uint32_t flags)
 {
-  (void) h;
-  (void) flags;
+  (void)h;
+  (void)flags;
   wait_until (charge (HDD_FLUSH, 0, 0, false));
   return 0;
 }
