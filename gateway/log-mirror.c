@@ -138,6 +138,11 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
   m->failed = true;
   m->no_void = !can_void;
   log->healthy--;
+  /* Pipelined barriers: a lane waiting for its writes gives up, and
+   * the frontier is over the mirrors left (pipe_update).
+   */
+  pthread_cond_broadcast (&log->pipe_cv);
+  pthread_cond_broadcast (&log->writer_cv);
   if (log->healthy > 0)
     owe_void_locked (log, m);
 }
@@ -163,7 +168,7 @@ log_fail_locked (struct hhc_log *log, const char *what, int err)
 }
 
 /* A write or sync to m failed with err (no lock held). */
-static void
+void
 mirror_failed (struct hhc_log *log, struct mirror *m, int err)
 {
   unsigned left;
