@@ -90,10 +90,12 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
     }
   try_make_current (log);
   hhc_unlock (&log->lock);
-  if ((r = mirrors_start_threads (log)) != 0 || (r = pipe_start (log)) != 0)
-    return r;
-  if ((r = pthread_create (&log->writer, NULL, writer_thread, log)) != 0)
-    return r;
+  if ((r = mirrors_start_threads (log)) != 0 || (r = pipe_start (log)) != 0
+      || (r = pthread_create (&log->writer, NULL, writer_thread, log)) != 0)
+    {
+      pipe_stop (log); /* the lanes that started (free_log cannot) */
+      return r;
+    }
   log->started = true;
   return 0;
 }
