@@ -31,6 +31,9 @@
  *              it, but for the caller's message callback (hhc_msg):
  *              log_fail_locked and in_place_pos call it with lock
  *              held
+ * The lanes of pipelined barriers (log-pipeline.c) take only lock,
+ * never across I/O, and wait on pipe_cv; persist_head waits for them
+ * with io_lock held, which they never take.
  * A mirror's m->mu (its worker thread and its job) is apart from
  * them: taken by its worker, by mirrors_io_locked under io_lock
  * (mirror_start, mirror_wait) and by mirrors_stop_threads, never
