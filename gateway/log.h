@@ -41,9 +41,10 @@
 #include "log-format.h" /* the on-disk format: LOG_MAGIC, LOG_F_* ... */
 
 #define LOG_NONE 0xFFFFFFFFu
-/* Barrier segments in flight at once when not given (log-inflight):
- * measured with scripts/bench/flush (docs/log.md, "Pipelined
- * barriers").
+/* Barrier segments in flight at once when not given (log-inflight),
+ * but 1 on a serial device (dev->serial: NBD): measured with
+ * scripts/bench/flush (docs/log.md, "Pipelined barriers") against a
+ * build configured with CPPFLAGS=-DLOG_INFLIGHT_DEFAULT=1.
  */
 #ifndef LOG_INFLIGHT_DEFAULT
 #define LOG_INFLIGHT_DEFAULT 4
