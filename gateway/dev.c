@@ -281,6 +281,7 @@ new_file_dev (const char *path, int fd, uint64_t size, bool direct,
     }
   f->dev.ops = ops;
   f->dev.size = size;
+  f->dev.errors_once = true; /* a file's write-back errors: errseq */
   f->fd = fd;
   f->direct = direct;
   *devp = &f->dev;

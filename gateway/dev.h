@@ -42,6 +42,12 @@ struct hhc_dev {
    * a handle's calls): the log keeps one barrier in flight on it.
    */
   bool serial;
+  /* A write-back error is reported to one fsync-type call (a sync, a
+   * FUA write) of the open file only, not to every call that overlaps
+   * it (Linux's errseq on a file or block device): the log then makes
+   * such calls one at a time and a failure sticky (mirror_fsync).
+   */
+  bool errors_once;
 };
 
 /* Close a device after a failed start: a file that the open created is

@@ -46,7 +46,25 @@ do_io (struct mirror *m, const struct io *io)
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
     r = dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
   if (r == 0 && io->sync)
-    r = dev_sync (m->dev);
+    r = mirror_fsync (m, NULL, 0, 0);
+  return r;
+}
+
+int
+mirror_fsync (struct mirror *m, const void *buf, size_t len, uint64_t off)
+{
+  int r;
+
+  if (!m->dev->errors_once) /* each call reports its own errors */
+    return buf ? dev_pwrite_fua (m->dev, buf, len, off) : dev_sync (m->dev);
+  hhc_lock (&m->sync_mu);
+  if (m->sync_err)
+    r = EIO;
+  else
+    r = buf ? dev_pwrite_fua (m->dev, buf, len, off) : dev_sync (m->dev);
+  if (r)
+    m->sync_err = true;
+  hhc_unlock (&m->sync_mu);
   return r;
 }
 

@@ -24,6 +24,7 @@ free_log (struct hhc_log *log)
         dev_close (log->m[i].dev);
       free (log->m[i].path);
       pthread_mutex_destroy (&log->m[i].mu);
+      pthread_mutex_destroy (&log->m[i].sync_mu);
       pthread_cond_destroy (&log->m[i].cv);
     }
   for (unsigned i = 0; log->bufs && i < log->nbufs; i++)
@@ -112,6 +113,7 @@ static int
 open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
 {
   pthread_mutex_init (&m->mu, NULL);
+  pthread_mutex_init (&m->sync_mu, NULL);
   pthread_cond_init (&m->cv, NULL);
   if (conf->paths && conf->paths[i]
       && (m->path = strdup (conf->paths[i])) == NULL)

@@ -283,7 +283,7 @@ lane_write (struct mirror *m, const struct io *io, bool fua)
   int r = 0;
 
   for (unsigned k = 0; r == 0 && k < io->n; k++)
-    r = fua ? dev_pwrite_fua (m->dev, io->p[k], io->len[k], io->off[k])
+    r = fua ? mirror_fsync (m, io->p[k], io->len[k], io->off[k])
             : dev_pwrite (m->dev, io->p[k], io->len[k], io->off[k]);
   return r;
 }
@@ -304,7 +304,7 @@ lane_sync (struct hhc_log *log, unsigned i, const struct buf *b)
   if (m->failed)
     return -1;
   hhc_unlock (&log->lock);
-  r = dev_sync (m->dev);
+  r = mirror_fsync (m, NULL, 0, 0);
   hhc_lock (&log->lock);
   log->st.syncs++;
   if (r == 0 && m->synced < c)

@@ -24,6 +24,7 @@
  */
 #include <config.h>
 
+#include <assert.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -168,6 +169,13 @@ writer_build_io (struct hhc_log *log, struct buf *b, const struct wplan *p,
     }
   else
     {
+      /* Only one segment at a time may point at the writer's own
+       * header buffer: with barriers in flight a lane may still be
+       * writing it when the next segment is built.  The buffers'
+       * header room is sized for the largest header, so this branch
+       * is only taken at log-inflight=1.
+       */
+      assert (log->inflight_max <= 1);
       io->p[io->n] = log->hdrbuf;
       io->len[io->n] = p->hl;
       io->off[io->n++] = LOG_REGION_OFF + phys;

@@ -171,6 +171,15 @@ struct mirror {
    */
   uint64_t pseq, synced;
   bool plain, can_fua;
+  /* Every fsync-type call on the device (a sync, a FUA write) takes
+   * sync_mu, one at a time, and a failure stays in sync_err: Linux
+   * reports a buffered file's write-back error to one such call per
+   * open file only, so two overlapping calls (lanes, persist_head)
+   * could see one fail and the other succeed and be credited
+   * (mirror_fsync, log-mirror.c).
+   */
+  pthread_mutex_t sync_mu;
+  bool sync_err;
   /* Worker for parallel writes. */
   pthread_t thread;
   bool has_thread, stop;
@@ -359,6 +368,10 @@ int write_sb_locked (struct hhc_log *log);
  * mirrors that joined (sb_hold).
  */
 int release_sb_hold (struct hhc_log *log);
+/* A sync of m (buf NULL) or a FUA write of len bytes of buf at off,
+ * under m->sync_mu; an error is sticky (EIO for every later call).
+ */
+int mirror_fsync (struct mirror *m, const void *buf, size_t len, uint64_t off);
 /* A write or sync to m failed with err: mark it failed, say so. */
 void mirror_failed (struct hhc_log *log, struct mirror *m, int err);
 /* Start a worker thread per mirror (more than one mirror), and stop

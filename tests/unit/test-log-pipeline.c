@@ -64,6 +64,7 @@ struct gdev {
   int release_err;   /* it then fails so (0: it is forwarded) */
   unsigned active, max_active;
   uint64_t fua_writes, syncs;
+  int sync_fail_once; /* the next sync fails so, later ones do not */
   uint64_t done_seq[256], done_off[256]; /* segment writes done */
   unsigned ndone;
 };
@@ -137,10 +138,14 @@ gd_sync (struct hhc_dev *d)
 {
   struct gdev *g = (struct gdev *)d;
 
+  int r;
+
   pthread_mutex_lock (&g->mu);
   g->syncs++;
+  r = g->sync_fail_once;
+  g->sync_fail_once = 0;
   pthread_mutex_unlock (&g->mu);
-  return dev_sync (g->inner);
+  return r ? r : dev_sync (g->inner);
 }
 
 static void
@@ -518,6 +523,30 @@ test_k1_serial (void **state)
   plog_free (t);
 }
 
+/* A device that reports a write-back error to one sync only (a file:
+ * errseq): once a sync of the mirror failed, every later one fails
+ * too, so no barrier can be credited after the error (review of the
+ * pipeline: two overlapping syncs, one took the error, the other was
+ * credited).  Without errors_once each call reports its own.
+ */
+static void
+test_sync_error_sticky (void **state)
+{
+  for (int once = 0; once <= 1; once++)
+    {
+      struct plog *t = plog_new (1, 2, false);
+      struct mirror m = { .dev = &t->gd[0].dev };
+
+      pthread_mutex_init (&m.sync_mu, NULL);
+      t->gd[0].dev.errors_once = once;
+      t->gd[0].sync_fail_once = EIO;
+      assert_int_equal (mirror_fsync (&m, NULL, 0, 0), EIO);
+      assert_int_equal (mirror_fsync (&m, NULL, 0, 0), once ? EIO : 0);
+      pthread_mutex_destroy (&m.sync_mu);
+      plog_free (t);
+    }
+}
+
 int
 main (void)
 {
@@ -526,6 +555,7 @@ main (void)
     cmocka_unit_test (test_sync_in_order),
     cmocka_unit_test (test_mirror_fails),
     cmocka_unit_test (test_k1_serial),
+    cmocka_unit_test (test_sync_error_sticky),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
