@@ -52,7 +52,8 @@ nbd_dev_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
 }
 
 static int
-nbd_dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+nbd_dev_write (struct hhc_dev *d, const void *buf, size_t len, uint64_t off,
+               uint32_t flags)
 {
   struct nbd_dev *n = (struct nbd_dev *)d;
   const char *p = buf;
@@ -60,13 +61,27 @@ nbd_dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   while (len > 0)
     {
       size_t k = HHC_MIN (len, (size_t)NBD_CHUNK);
-      if (nbd_pwrite (n->nbd, p, k, off, 0) == -1)
+      if (nbd_pwrite (n->nbd, p, k, off, flags) == -1)
         return nbd_errno ();
       p += k;
       off += k;
       len -= k;
     }
   return 0;
+}
+
+static int
+nbd_dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return nbd_dev_write (d, buf, len, off, 0);
+}
+
+/* Only on a connection whose server advertised FUA (nbd_fua_ops). */
+static int
+nbd_dev_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len,
+                    uint64_t off)
+{
+  return nbd_dev_write (d, buf, len, off, LIBNBD_CMD_FLAG_FUA);
 }
 
 static int
@@ -97,10 +112,19 @@ nbd_dev_close (struct hhc_dev *d)
 }
 
 static const struct hhc_dev_ops nbd_ops = {
-  nbd_dev_pread,
-  nbd_dev_pwrite,
-  nbd_dev_sync,
-  nbd_dev_close,
+  .pread = nbd_dev_pread,
+  .pwrite = nbd_dev_pwrite,
+  .sync = nbd_dev_sync,
+  .close = nbd_dev_close,
+};
+
+/* The same, for a server that advertised FUA at open. */
+static const struct hhc_dev_ops nbd_fua_ops = {
+  .pread = nbd_dev_pread,
+  .pwrite = nbd_dev_pwrite,
+  .sync = nbd_dev_sync,
+  .close = nbd_dev_close,
+  .pwrite_fua = nbd_dev_pwrite_fua,
 };
 
 /* Connect h to uri, giving up after timeout_ms (-1: never).  A TCP
@@ -172,6 +196,10 @@ dev_open_nbd_bounded (const char *uri, int timeout_ms, hhc_msg_fn msgfn,
       return e;
     }
   n->can_flush = cf == 1;
+  n->dev.serial = true;
+  /* What the server said at open, as for flush (nbd_dev_sync). */
+  if (nbd_can_fua (n->nbd) == 1)
+    n->dev.ops = &nbd_fua_ops;
   n->dev.size = size;
   *devp = &n->dev;
   return 0;

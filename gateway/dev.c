@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -65,14 +66,19 @@ full_pread (int fd, void *buf, size_t len, uint64_t off)
   return 0;
 }
 
+/* pwrite of it all; fua: each write durable when it returns
+ * (RWF_DSYNC, the FUA of a file).
+ */
 static int
-full_pwrite (int fd, const void *buf, size_t len, uint64_t off)
+full_pwrite (int fd, const void *buf, size_t len, uint64_t off, bool fua)
 {
   const char *p = buf;
 
   while (len > 0)
     {
-      ssize_t r = pwrite (fd, p, len, off);
+      struct iovec iov = { (void *)p, len };
+      ssize_t r = fua ? pwritev2 (fd, &iov, 1, off, RWF_DSYNC)
+                      : pwrite (fd, p, len, off);
       if (r < 0)
         {
           if (errno == EINTR)
@@ -91,7 +97,7 @@ full_pwrite (int fd, const void *buf, size_t len, uint64_t off)
  */
 static int
 bounce (struct file_dev *f, void *rbuf, const void *wbuf, size_t len,
-        uint64_t off)
+        uint64_t off, bool fua)
 {
   uint64_t start = off / DIRECT_ALIGN * DIRECT_ALIGN;
   uint64_t end = HHC_ROUND_UP (off + len, DIRECT_ALIGN);
@@ -109,7 +115,7 @@ bounce (struct file_dev *f, void *rbuf, const void *wbuf, size_t len,
       return 0;
     }
   memcpy (b + (off - start), wbuf, len);
-  return full_pwrite (f->fd, b, end - start, start);
+  return full_pwrite (f->fd, b, end - start, start, fua);
 }
 
 static int
@@ -120,20 +126,44 @@ file_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
   if (off + len > d->size)
     return EIO;
   if (f->direct && !aligned (buf, len, off))
-    return bounce (f, buf, NULL, len, off);
+    return bounce (f, buf, NULL, len, off, false);
   return full_pread (f->fd, buf, len, off);
 }
 
 static int
-file_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+file_write (struct hhc_dev *d, const void *buf, size_t len, uint64_t off,
+            bool fua)
 {
   struct file_dev *f = (struct file_dev *)d;
 
   if (off + len > d->size)
     return EIO;
-  if (f->direct && !aligned (buf, len, off))
-    return bounce (f, NULL, buf, len, off);
-  return full_pwrite (f->fd, buf, len, off);
+  int r = f->direct && !aligned (buf, len, off)
+              ? bounce (f, NULL, buf, len, off, fua)
+              : full_pwrite (f->fd, buf, len, off, fua);
+  if (fua && (r == EOPNOTSUPP || r == ENOSYS))
+    {
+      /* A kernel without RWF_DSYNC (before 4.7): write, then sync. */
+      r = file_write (d, buf, len, off, false);
+      if (r == 0 && fdatasync (f->fd) == -1)
+        r = errno;
+    }
+  return r;
+}
+
+static int
+file_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return file_write (d, buf, len, off, false);
+}
+
+/* RWF_DSYNC: the data, and what is needed to read it back, durable
+ * when pwritev2 returns (or a write and fdatasync: file_write).
+ */
+static int
+file_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return file_write (d, buf, len, off, true);
 }
 
 static int
@@ -161,6 +191,7 @@ static const struct hhc_dev_ops file_ops = {
   .pwrite = file_pwrite,
   .sync = file_sync,
   .close = file_close,
+  .pwrite_fua = file_pwrite_fua,
 };
 
 /* Read-only (dev_open_file_readonly): nothing can change a byte. */
@@ -250,6 +281,7 @@ new_file_dev (const char *path, int fd, uint64_t size, bool direct,
     }
   f->dev.ops = ops;
   f->dev.size = size;
+  f->dev.errors_once = true; /* a file's write-back errors: errseq */
   f->fd = fd;
   f->direct = direct;
   *devp = &f->dev;

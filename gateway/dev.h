@@ -23,6 +23,12 @@ struct hhc_dev_ops {
                  uint64_t offset);
   /* Make every completed write durable (fdatasync). */
   int (*sync) (struct hhc_dev *dev);
+  /* Write exactly len bytes at offset, durable when it returns (FUA:
+   * RWF_DSYNC on a file, NBD_CMD_FLAG_FUA).  NULL: the device offers
+   * no FUA (write, then sync).
+   */
+  int (*pwrite_fua) (struct hhc_dev *dev, const void *buf, size_t len,
+                     uint64_t offset);
   /* Release the device. */
   void (*close) (struct hhc_dev *dev);
 };
@@ -32,6 +38,16 @@ struct hhc_dev {
   uint64_t size; /* bytes */
   char *name;    /* for messages */
   bool created;  /* a file this open created (removed again on failure) */
+  /* Requests run one at a time (an NBD connection: libnbd serialises
+   * a handle's calls): the log keeps one barrier in flight on it.
+   */
+  bool serial;
+  /* A write-back error is reported to one fsync-type call (a sync, a
+   * FUA write) of the open file only, not to every call that overlaps
+   * it (Linux's errseq on a file or block device): the log then makes
+   * such calls one at a time and a failure sticky (mirror_fsync).
+   */
+  bool errors_once;
 };
 
 /* Close a device after a failed start: a file that the open created is
@@ -78,6 +94,20 @@ static inline int
 dev_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 {
   return d->ops->pwrite (d, buf, len, off);
+}
+
+/* Does the device offer FUA writes (dev_pwrite_fua)? */
+static inline bool
+dev_can_fua (const struct hhc_dev *d)
+{
+  return d->ops->pwrite_fua != NULL;
+}
+
+/* A write that is durable when it returns (dev_can_fua only). */
+static inline int
+dev_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  return d->ops->pwrite_fua (d, buf, len, off);
 }
 
 static inline int

@@ -115,6 +115,8 @@ struct hhc_conf {
   uint64_t log_size;     /* create missing log files this big */
   uint32_t segment_size; /* largest segment (bytes); 0: 1 MiB */
   unsigned log_buffers;  /* segment buffers; 0: 4 */
+  unsigned log_inflight; /* barrier segments in flight (1..16); 0: the
+                          * default (LOG_INFLIGHT_DEFAULT, log.h) */
   /* ssd-sync=checkpoint: the log is a write-ahead log, a FLUSH syncs
    * only the log (docs/log.md "Write-ahead").  false (ssd-sync=flush,
    * the default): a FLUSH also commits the SSD.

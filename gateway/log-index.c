@@ -203,9 +203,11 @@ alloc_buf (struct hhc_log *log, struct buf *b)
 
   b->mem = hhc_alloc_aligned (hmax + (size_t)log->max_blocks * log->bs);
   b->data = b->mem ? b->mem + hmax : NULL;
+  b->mark = hhc_alloc_aligned (LOG_ALIGN); /* its wrap marker */
   b->lbas = malloc ((size_t)log->max_blocks * 8);
   b->keys = malloc ((size_t)log->max_blocks * 4);
-  if (!b->mem || !b->lbas || !b->keys || !VEC_ALLOC (&b->revokes, log->rev_cap)
+  if (!b->mem || !b->mark || !b->lbas || !b->keys
+      || !VEC_ALLOC (&b->revokes, log->rev_cap)
       || !VEC_ALLOC (&b->deaths, (size_t)log->max_blocks + log->rev_cap))
     return ENOMEM;
   return 0;
@@ -223,12 +225,10 @@ alloc_mem (struct hhc_log *log, unsigned nbuffers, uint32_t nkeys)
   log->unlogged = calloc ((nkeys + 63) / 64 + 1, 8);
   log->nbufs = nbuffers;
   log->bufs = calloc (nbuffers, sizeof *log->bufs);
-  /* The writer's: the largest header, and a wrap marker. */
+  /* The writer's: the largest header. */
   log->hdrbuf = hhc_alloc_aligned (hmax);
   log->hdrcap = log->hdrbuf ? hmax : 0;
-  log->markbuf = hhc_alloc_aligned (LOG_ALIGN);
-  if (!log->ring || !log->keys || !log->unlogged || !log->bufs || !log->hdrbuf
-      || !log->markbuf)
+  if (!log->ring || !log->keys || !log->unlogged || !log->bufs || !log->hdrbuf)
     return ENOMEM;
   for (uint32_t k = 0; k < nkeys; k++)
     log->keys[k] = (struct key){ 0, LOG_NONE, 0, LOG_NONE, LOG_NONE };

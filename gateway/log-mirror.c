@@ -46,7 +46,25 @@ do_io (struct mirror *m, const struct io *io)
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
     r = dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
   if (r == 0 && io->sync)
-    r = dev_sync (m->dev);
+    r = mirror_fsync (m, NULL, 0, 0);
+  return r;
+}
+
+int
+mirror_fsync (struct mirror *m, const void *buf, size_t len, uint64_t off)
+{
+  int r;
+
+  if (!m->dev->errors_once) /* each call reports its own errors */
+    return buf ? dev_pwrite_fua (m->dev, buf, len, off) : dev_sync (m->dev);
+  hhc_lock (&m->sync_mu);
+  if (m->sync_err)
+    r = EIO;
+  else
+    r = buf ? dev_pwrite_fua (m->dev, buf, len, off) : dev_sync (m->dev);
+  if (r)
+    m->sync_err = true;
+  hhc_unlock (&m->sync_mu);
   return r;
 }
 
@@ -138,6 +156,11 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
   m->failed = true;
   m->no_void = !can_void;
   log->healthy--;
+  /* Pipelined barriers: a lane waiting for its writes gives up, and
+   * the frontier is over the mirrors left (pipe_update).
+   */
+  pthread_cond_broadcast (&log->pipe_cv);
+  pthread_cond_broadcast (&log->writer_cv);
   if (log->healthy > 0)
     owe_void_locked (log, m);
 }
@@ -163,7 +186,7 @@ log_fail_locked (struct hhc_log *log, const char *what, int err)
 }
 
 /* A write or sync to m failed with err (no lock held). */
-static void
+void
 mirror_failed (struct hhc_log *log, struct mirror *m, int err)
 {
   unsigned left;

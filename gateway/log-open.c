@@ -24,11 +24,13 @@ free_log (struct hhc_log *log)
         dev_close (log->m[i].dev);
       free (log->m[i].path);
       pthread_mutex_destroy (&log->m[i].mu);
+      pthread_mutex_destroy (&log->m[i].sync_mu);
       pthread_cond_destroy (&log->m[i].cv);
     }
   for (unsigned i = 0; log->bufs && i < log->nbufs; i++)
     {
       free (log->bufs[i].mem);
+      free (log->bufs[i].mark);
       free (log->bufs[i].lbas);
       free (log->bufs[i].keys);
       u64_vec_reset (&log->bufs[i].revokes);
@@ -36,7 +38,6 @@ free_log (struct hhc_log *log)
     }
   free (log->bufs);
   free (log->hdrbuf);
-  free (log->markbuf);
   free (log->ring);
   free (log->keys);
   free (log->unlogged);
@@ -50,6 +51,7 @@ free_log (struct hhc_log *log)
   pthread_cond_destroy (&log->writer_cv);
   pthread_cond_destroy (&log->done_cv);
   pthread_cond_destroy (&log->buf_cv);
+  pthread_cond_destroy (&log->pipe_cv);
   free (log);
 }
 
@@ -111,6 +113,7 @@ static int
 open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
 {
   pthread_mutex_init (&m->mu, NULL);
+  pthread_mutex_init (&m->sync_mu, NULL);
   pthread_cond_init (&m->cv, NULL);
   if (conf->paths && conf->paths[i]
       && (m->path = strdup (conf->paths[i])) == NULL)
@@ -130,6 +133,7 @@ int
 new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
 {
   struct hhc_log *log = calloc (1, sizeof *log);
+  bool serial = false;
 
   *logp = log;
   *min_size = UINT64_MAX;
@@ -141,6 +145,7 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
   pthread_cond_init (&log->writer_cv, NULL);
   pthread_cond_init (&log->done_cv, NULL);
   pthread_cond_init (&log->buf_cv, NULL);
+  pthread_cond_init (&log->pipe_cv, NULL);
   log->msgfn = conf->msgfn;
   log->ring_max = conf->ring_slots;
   log->bs = conf->block_size;
@@ -166,7 +171,15 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
       if (r)
         return r;
       *min_size = HHC_MIN (*min_size, m->dev->size);
+      serial |= m->dev->serial;
     }
+  /* Barriers in flight: on a device that runs one request at a time
+   * (an NBD connection) more of them only split the groups of FLUSHes
+   * that one barrier would carry (docs/log.md, "Pipelined barriers").
+   */
+  log->inflight_max = conf->inflight;
+  if (log->inflight_max == 0)
+    log->inflight_max = serial ? 1 : LOG_INFLIGHT_DEFAULT;
   return 0;
 }
 
@@ -280,7 +293,10 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
 static int
 open_buffers (struct hhc_log *log, unsigned nbuffers)
 {
-  log->nbufs = nbuffers ? nbuffers : 4;
+  /* With K barriers in flight, K buffers are held by the mirrors: two
+   * more let one fill while another waits (log-inflight).
+   */
+  log->nbufs = nbuffers ? nbuffers : HHC_MAX (4u, log->inflight_max + 2);
   log->rev_cap = HHC_MAX (log->max_blocks, 256u);
   log->reserve = HHC_ROUND_UP ((uint64_t)log->max_blocks * log->bs, LOG_ALIGN)
                  + log_seg_hdr_len (log->max_blocks, log->rev_cap);

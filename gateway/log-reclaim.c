@@ -77,6 +77,11 @@ persist_head (struct hhc_log *log)
       hhc_unlock (&log->io_lock);
       return 0;
     }
+  /* Pipelined: the sync covers the writes done before it begins. */
+  uint64_t placed = log->written_seq;
+  while (log->inflight_max > 1 && log->healthy > 0
+         && !pipe_written_below (log, placed))
+    pthread_cond_wait (&log->done_cv, &log->lock);
   hhc_unlock (&log->lock);
   log->hint_off = lpos % log->region_size;
   log->hint_seq = seq;
@@ -84,6 +89,8 @@ persist_head (struct hhc_log *log)
   if (r == 0)
     r = write_sb_locked (log);
   hhc_lock (&log->lock);
+  if (r == 0)
+    pipe_synced (log, placed);
   if (r == 0)
     {
       log->phead_lpos = lpos;
@@ -268,6 +275,12 @@ make_room (struct hhc_log *log)
       try_make_current (log);
       return true;
     }
+  /* Pipelined: segments in flight make room once durable (their
+   * deaths); an emergency barrier or a head persisted now would only
+   * wait for them.
+   */
+  if (log->ifhead)
+    return false;
   if (log->rebased && mem_head_lpos (log) > log->phead_lpos
       && persist_head (log) == 0)
     {

@@ -11,12 +11,20 @@
  * barrier, the buffer free again).  A buffer that cannot be written
  * stops the log (log_fail_locked): later barriers must not count it.
  *
+ * With log-inflight above 1 the write step only gives the segment to
+ * the mirrors' lanes and the writer goes on (writer_issue): the
+ * segment is placed at once, and the frontier of durable segments
+ * (log-pipeline.c) moves durable_barrier.  barrier_issued is the
+ * newest barrier given to the mirrors: a barrier owed is one no
+ * issued barrier covers yet.
+ *
  * The writer is the only one to write log->tail_lpos, last_crc, the
  * header buffers and the deaths vector; it reads them without the
  * lock.
  */
 #include <config.h>
 
+#include <assert.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -56,6 +64,22 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
       log_seg_seal (hdr, b->data, (size_t)b->nblocks * log->bs));
 }
 
+/* Is sealed buffer b (the queue's first) to go out as a barrier (lock
+ * held)?  If a FLUSH waits for it (its segment, or revokes it carries,
+ * and no barrier issued yet covers them), or past half full: every
+ * segment is a barrier then, so that entries it supersedes die (and
+ * the head can move) without waiting for a client's FLUSH.
+ */
+static bool
+barrier_owed (struct hhc_log *log, const struct buf *b)
+{
+  return b->barrier || used_bytes (log) * 2 >= log->region_size
+         || (b->seq >= log->want_barrier
+             && log->want_barrier > log->barrier_issued)
+         || (log->want_revs > log->rev_issued_bar
+             && b->rev_upto >= log->want_revs);
+}
+
 /* Decide for sealed buffer b, the queue's first (lock held): pop it,
  * its base and barrier flag, where its segment goes (*p).  0: write
  * it; EIO: it cannot be (no healthy mirror, or no room: only when
@@ -64,11 +88,7 @@ build_header (struct hhc_log *log, struct buf *b, unsigned char *hdr,
 static int
 writer_decide (struct hhc_log *log, struct buf *b, struct wplan *p)
 {
-  /* Past half full every segment is a barrier, so that entries it
-   * supersedes die (and the head can move) without waiting for a
-   * client's FLUSH.
-   */
-  bool tight = used_bytes (log) * 2 >= log->region_size;
+  bool barrier = barrier_owed (log, b);
   uint64_t phys;
 
   p->hl = log_seg_hdr_len (b->nblocks, b->revokes.len);
@@ -94,11 +114,7 @@ writer_decide (struct hhc_log *log, struct buf *b, struct wplan *p)
   log->qhead = b->next;
   if (log->qhead == NULL)
     log->qtail = NULL;
-  if (tight)
-    b->barrier = true; /* so that superseded entries die soon */
-  if ((b->seq >= log->want_barrier && log->want_barrier > log->durable_barrier)
-      || (log->want_revs > log->rev_durable && b->rev_upto >= log->want_revs))
-    b->barrier = true; /* a FLUSH waits for this one */
+  b->barrier = barrier;
   p->flags = b->barrier ? LOG_F_BARRIER : 0;
   if (log->healthy == 0 || !fits)
     return EIO;
@@ -135,8 +151,8 @@ writer_build_io (struct hhc_log *log, struct buf *b, const struct wplan *p,
       /* Wrap marker where the segment would have gone. */
       uint64_t mp = log->tail_lpos % log->region_size;
       struct buf empty = { .seq = b->seq, .base = b->base };
-      build_header (log, &empty, log->markbuf, LOG_ALIGN, mp, LOG_F_WRAP, prev);
-      io->p[io->n] = log->markbuf;
+      build_header (log, &empty, b->mark, LOG_ALIGN, mp, LOG_F_WRAP, prev);
+      io->p[io->n] = b->mark;
       io->len[io->n] = LOG_ALIGN;
       io->off[io->n++] = LOG_REGION_OFF + mp;
     }
@@ -153,6 +169,13 @@ writer_build_io (struct hhc_log *log, struct buf *b, const struct wplan *p,
     }
   else
     {
+      /* Only one segment at a time may point at the writer's own
+       * header buffer: with barriers in flight a lane may still be
+       * writing it when the next segment is built.  The buffers'
+       * header room is sized for the largest header, so this branch
+       * is only taken at log-inflight=1.
+       */
+      assert (log->inflight_max <= 1);
       io->p[io->n] = log->hdrbuf;
       io->len[io->n] = p->hl;
       io->off[io->n++] = LOG_REGION_OFF + phys;
@@ -201,24 +224,13 @@ writer_write (struct hhc_log *log, struct buf *b, const struct wplan *p)
   return 0;
 }
 
-/* After b was written (r == 0) or not (lock held; dropped for the
- * pressure callback): the tail, the ring slot, b's deaths, the
- * durable barrier; b is free again.
+/* b's segment is placed (lock held): the ring slot, the tail, its
+ * reservation, its deaths (applied once a barrier at or after it is
+ * durable).
  */
 static void
-writer_complete (struct hhc_log *log, struct buf *b, const struct wplan *p,
-                 int r)
+writer_place (struct hhc_log *log, struct buf *b, const struct wplan *p)
 {
-  if (r)
-    {
-      /* Could not write it (no memory, or stopping with a full log):
-       * later barriers must not count it, so the log stops here.
-       */
-      char what[64];
-      snprintf (what, sizeof what, "segment %" PRIu64 " could not be written",
-                b->seq);
-      log_fail_locked (log, what, r);
-    }
   struct seg *g = ring_of (log, b->seq);
   g->state = SEG_WRITTEN;
   g->lpos = p->l;
@@ -234,17 +246,12 @@ writer_complete (struct hhc_log *log, struct buf *b, const struct wplan *p,
     for (size_t i = 0; i < b->deaths.len; i++)
       log->deaths.ptr[log->deaths.len++]
           = (struct death){ b->seq, b->deaths.ptr[i] };
-  if (r == 0 && b->barrier)
-    {
-      log->durable_barrier = b->seq;
-      log->rev_durable = b->rev_upto;
-    }
-  apply_deaths (log);
-  pthread_cond_broadcast (&log->done_cv);
-  /* The buffer is free again. */
-  b->next = log->freelist;
-  log->freelist = b;
-  try_make_current (log);
+}
+
+/* Past half full, ask for write-back (lock held; dropped). */
+static void
+writer_pressure (struct hhc_log *log)
+{
   struct log_callbacks cb = log->cb;
   if (cb.pressure && used_bytes (log) * 2 >= log->region_size)
     {
@@ -254,6 +261,66 @@ writer_complete (struct hhc_log *log, struct buf *b, const struct wplan *p,
     }
 }
 
+/* After b was written (r == 0) or not (lock held; dropped for the
+ * pressure callback): placed, the durable barrier; b is free again.
+ */
+static void
+writer_complete (struct hhc_log *log, struct buf *b, const struct wplan *p,
+                 int r)
+{
+  if (r)
+    {
+      /* Could not write it (no memory, or stopping with a full log):
+       * later barriers must not count it, so the log stops here.
+       */
+      char what[64];
+      snprintf (what, sizeof what, "segment %" PRIu64 " could not be written",
+                b->seq);
+      log_fail_locked (log, what, r);
+    }
+  writer_place (log, b, p);
+  if (r == 0 && b->barrier)
+    {
+      log->durable_barrier = log->barrier_issued = b->seq;
+      log->rev_durable = log->rev_issued_bar = b->rev_upto;
+    }
+  apply_deaths (log);
+  pthread_cond_broadcast (&log->done_cv);
+  /* The buffer is free again. */
+  b->next = log->freelist;
+  log->freelist = b;
+  try_make_current (log);
+  writer_pressure (log);
+}
+
+/* Pipelined (log-inflight > 1): build b's writes, place its segment
+ * and give it to the mirrors' lanes (log-pipeline.c), without waiting
+ * for them (lock held; dropped to build).
+ */
+static void
+writer_issue (struct hhc_log *log, struct buf *b, const struct wplan *p)
+{
+  int r;
+
+  log->writer_busy = true;
+  hhc_unlock (&log->lock);
+  b->pio = (struct io){ 0 };
+  r = writer_build_io (log, b, p, &b->pio);
+  hhc_lock (&log->lock);
+  log->writer_busy = false;
+  if (r)
+    {
+      writer_complete (log, b, p, r);
+      return;
+    }
+  writer_place (log, b, p);
+  log->st.segments++;
+  log->st.bytes += p->len;
+  log->st.barriers += b->barrier;
+  pipe_issue (log, b);
+  writer_pressure (log);
+}
+
 /* Write sealed buffer b at the tail (lock held; dropped during I/O). */
 static void
 write_buffer (struct hhc_log *log, struct buf *b)
@@ -261,9 +328,24 @@ write_buffer (struct hhc_log *log, struct buf *b)
   struct wplan p;
   int r = writer_decide (log, b, &p);
 
+  if (r == 0 && log->inflight_max > 1)
+    {
+      writer_issue (log, b, &p);
+      return;
+    }
   if (r == 0)
     r = writer_write (log, b, &p);
   writer_complete (log, b, &p, r);
+}
+
+/* Pipelined: b would go out as a barrier while inflight_max of them are
+ * in flight already (lock held)?
+ */
+static bool
+pipe_full (struct hhc_log *log, const struct buf *b)
+{
+  return log->inflight_max > 1 && log->inflight_bars >= log->inflight_max
+         && log->healthy > 0 && barrier_owed (log, b);
 }
 
 /* Group commit (lock held).  A barrier owed for the current buffer
@@ -376,15 +458,21 @@ writer_thread (void *arg)
   for (;;)
     {
       struct buf *b = log->qhead;
+      pipe_update (log);
       if (last_checkpoint (log))
         continue;
       if (b == NULL && log->cur
-          && (log->want_barrier > log->durable_barrier
-              || log->want_revs > log->rev_durable))
+          && (log->want_barrier > log->barrier_issued
+              || log->want_revs > log->rev_issued_bar))
         {
           if (!seal_barrier (log))
             continue;
           b = log->qhead;
+        }
+      if (b && pipe_full (log, b))
+        {
+          pthread_cond_wait (&log->writer_cv, &log->lock);
+          continue;
         }
       if (b)
         {
@@ -392,7 +480,10 @@ writer_thread (void *arg)
           continue;
         }
       if (log->stop)
-        break;
+        {
+          pipe_drain (log);
+          break;
+        }
       if (void_when_idle (log) || make_room (log) || active_reclaim (log))
         continue;
       struct timespec ts;

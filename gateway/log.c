@@ -44,7 +44,8 @@ continue_chain (struct hhc_log *log)
                       ? log->scan.segs.ptr[log->scan.last_barrier].base
                       : log->next_seq;
   log->base_from = UINT64_MAX;
-  log->durable_barrier = log->next_seq - 1;
+  log->durable_barrier = log->barrier_issued = log->next_seq - 1;
+  log->rev_durable = log->rev_issued_bar = 0;
   log->want_barrier = 0;
 }
 
@@ -89,10 +90,12 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
     }
   try_make_current (log);
   hhc_unlock (&log->lock);
-  if ((r = mirrors_start_threads (log)) != 0)
-    return r;
-  if ((r = pthread_create (&log->writer, NULL, writer_thread, log)) != 0)
-    return r;
+  if ((r = mirrors_start_threads (log)) != 0 || (r = pipe_start (log)) != 0
+      || (r = pthread_create (&log->writer, NULL, writer_thread, log)) != 0)
+    {
+      pipe_stop (log); /* the lanes that started (free_log cannot) */
+      return r;
+    }
   log->started = true;
   return 0;
 }
@@ -114,6 +117,7 @@ log_stop (struct hhc_log *log)
   pthread_cond_broadcast (&log->writer_cv);
   hhc_unlock (&log->lock);
   pthread_join (log->writer, NULL);
+  pipe_stop (log); /* the writer drained it */
   mirrors_stop_threads (log);
   hhc_lock (&log->lock);
   log->next_dial_ns = 0; /* a last try, dialling too */
@@ -209,11 +213,22 @@ log_barrier_begin (struct hhc_log *log, struct log_ticket *ticket)
    * makes, for nothing (fuzz-log hung so; a FLUSH during a backend
    * outage waited for the backend).
    */
-  if ((log->cur == NULL
-       || (log->cur->nblocks == 0 && log->cur->revokes.len == 0))
-      && log->pending_rev.len == 0 && log->qhead == NULL && !log->writer_busy
-      && log->durable_barrier + 1 == log->written_seq)
+  bool placed = (log->cur == NULL
+                 || (log->cur->nblocks == 0 && log->cur->revokes.len == 0))
+                && log->pending_rev.len == 0 && log->qhead == NULL
+                && !log->writer_busy;
+  if (placed && log->durable_barrier + 1 == log->written_seq)
     return 0;
+  /* Pipelined: everything new is placed, under a barrier in flight (its
+   * revoke count is rev_issued then: every record is sealed).  Wait for
+   * that one, not for another.
+   */
+  if (placed && log->barrier_issued + 1 == log->written_seq)
+    {
+      ticket->seq = log->barrier_issued;
+      ticket->revs = log->rev_issued;
+      return 0;
+    }
   /* No current buffer: what is new is in the sealed buffers (queued,
    * being written, or written without the flag), so the newest of them
    * is the one to cover: write_buffer flags it, or, if it went out
@@ -243,7 +258,11 @@ log_barrier_wait (struct hhc_log *log, const struct log_ticket *ticket)
 
   while ((log->durable_barrier < ticket->seq || log->rev_durable < ticket->revs)
          && log->healthy > 0)
-    pthread_cond_wait (&log->done_cv, &log->lock);
+    {
+      pipe_update (log); /* a mirror may have failed meanwhile */
+      if (log->durable_barrier < ticket->seq || log->rev_durable < ticket->revs)
+        pthread_cond_wait (&log->done_cv, &log->lock);
+    }
   return log->durable_barrier >= ticket->seq && log->rev_durable >= ticket->revs
              ? 0
              : EIO;

@@ -41,6 +41,17 @@
 #include "log-format.h" /* the on-disk format: LOG_MAGIC, LOG_F_* ... */
 
 #define LOG_NONE 0xFFFFFFFFu
+/* Barrier segments in flight at once when not given (log-inflight),
+ * and always 1 on a serial device (dev->serial: NBD).  1 until K > 1
+ * is measured a gain on a quiet machine and on the one-head HDD model
+ * (docs/log.md, "Pipelined barriers": on a loaded machine K=4 on a
+ * file measured 1.04-1.74x K=1, within the noise of the runs, and on
+ * a one-head disk K barriers each cost a rotation).  A build with
+ * CPPFLAGS=-DLOG_INFLIGHT_DEFAULT=4 changes it for comparisons.
+ */
+#ifndef LOG_INFLIGHT_DEFAULT
+#define LOG_INFLIGHT_DEFAULT 1
+#endif
 #define LOG_MAX_MIRRORS HHC_MAX_LOGS
 
 struct hhc_log;
@@ -71,7 +82,8 @@ struct log_conf {
   const char *identity;  /* backend identity, as in the cache; NULL:
                           * take the volume the log records (offline) */
   uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
-  unsigned nbuffers;     /* segment buffers (0: 4) */
+  unsigned nbuffers;     /* segment buffers (0: 4, or inflight + 2) */
+  unsigned inflight;     /* barrier segments in flight (0: the default) */
   hhc_msg_fn msgfn;
   /* Devices opened already, used instead of the paths (hhc_preopen's,
    * hhcctl's read-only ones, a test's); NULL: open the paths.

@@ -8,6 +8,8 @@
  *   log-writer.c   the writer thread: a sealed buffer to disk
  *   log-reclaim.c  room: checkpoint, persisted head, active reclaim,
  *                  the emergency barrier
+ *   log-pipeline.c pipelined barriers (log-inflight > 1): segments in
+ *                  flight, their lanes, the durable frontier
  *   log-buffer.c   the buffer being filled: append, update, revoke,
  *                  seal, room for the next buffer
  *   log-open.c     open (superblocks, format), retire, free
@@ -29,6 +31,9 @@
  *              it, but for the caller's message callback (hhc_msg):
  *              log_fail_locked and in_place_pos call it with lock
  *              held
+ * The lanes of pipelined barriers (log-pipeline.c) take only lock,
+ * never across I/O, and wait on pipe_cv; persist_head waits for them
+ * with io_lock held, which they never take.
  * A mirror's m->mu (its worker thread and its job) is apart from
  * them: taken by its worker, by mirrors_io_locked under io_lock
  * (mirror_start, mirror_wait) and by mirrors_stop_threads, never
@@ -83,6 +88,16 @@ struct key {
   uint32_t prev, next; /* chain of the segment's keys */
 };
 
+/* Writes for one segment on every mirror. */
+struct io {
+  unsigned n;
+  uint64_t off[3];
+  const void *p[3];
+  size_t len[3];
+  bool sync, sync_only;
+  bool sb; /* a superblock: not to mirrors with sb_hold */
+};
+
 struct buf {
   char *mem;  /* the largest header, then the data: one write */
   char *data; /* max_blocks blocks (mem + the largest header) */
@@ -114,6 +129,18 @@ struct buf {
   unsigned joiners;
   unsigned expect; /* FLUSHes likely to join (group_wait_ns) */
   uint64_t first_want_ns;
+  /* In flight (log-pipeline.c; next then links the in-flight list, in
+   * log order).  Masks of mirrors (bit i: log->m[i]): given the
+   * segment, its write done, durable by FUA, to be written with FUA,
+   * to be synced after.  pending: mirrors whose lane still has it.
+   */
+  struct io pio;
+  uint8_t issued, wdone, fua_done, fua, sync;
+  bool durable; /* it and every segment before it, on every healthy mirror */
+  unsigned pending;
+  uint64_t t0; /* when it was issued (group commit) */
+  uint64_t len;
+  unsigned char *mark; /* its wrap marker (LOG_ALIGN) */
 };
 
 /* A death waits until the superseding segment is under a barrier. */
@@ -122,16 +149,6 @@ struct death {
   uint32_t ring; /* the segment that lost an entry */
 };
 HHC_VECTOR (death_vec, struct death)
-
-/* Writes for one segment on every mirror. */
-struct io {
-  unsigned n;
-  uint64_t off[3];
-  const void *p[3];
-  size_t len[3];
-  bool sync, sync_only;
-  bool sb; /* a superblock: not to mirrors with sb_hold */
-};
 
 struct mirror {
   struct hhc_dev *dev;
@@ -147,6 +164,22 @@ struct mirror {
    * then a copy of its void superblock wins, and it reads as blank).
    */
   bool sb_hold;
+  /* Pipelined barriers (log-pipeline.c; log->lock): the next segment
+   * its lanes take, every segment below synced (durable) on it, a
+   * segment given without FUA since the last one given a sync, and
+   * whether the device offers FUA.
+   */
+  uint64_t pseq, synced;
+  bool plain, can_fua;
+  /* Every fsync-type call on the device (a sync, a FUA write) takes
+   * sync_mu, one at a time, and a failure stays in sync_err: Linux
+   * reports a buffered file's write-back error to one such call per
+   * open file only, so two overlapping calls (lanes, persist_head)
+   * could see one fail and the other succeed and be credited
+   * (mirror_fsync, log-mirror.c).
+   */
+  pthread_mutex_t sync_mu;
+  bool sync_err;
   /* Worker for parallel writes. */
   pthread_t thread;
   bool has_thread, stop;
@@ -242,11 +275,12 @@ struct hhc_log {
   unsigned last_group;
   uint64_t last_barrier_ns, last_done_ns;
   /* The writer's header buffer (allocated for the largest header at
-   * log_start; grows) and its wrap marker.
+   * log_start; grows).  Each buffer has its own wrap marker (b->mark):
+   * with pipelined barriers it may be in flight while the next is
+   * built.
    */
   unsigned char *hdrbuf;
   size_t hdrcap;
-  unsigned char *markbuf;
   unsigned healthy;
   unsigned unvoided;     /* atomic: failed mirrors not yet voided */
   uint64_t next_void_ns; /* writer: next background void attempt */
@@ -256,6 +290,22 @@ struct hhc_log {
   uint64_t next_dial_ns;
   unsigned dial_tries;
   pthread_mutex_t void_lock; /* one void_failed at a time; -> lock */
+  /* Pipelined barriers (log-pipeline.c; lock): at most inflight_max
+   * barrier segments in flight (1: the writer writes one segment at a
+   * time, as before), the segments in flight in log order, and the
+   * newest barrier issued (placed and given to the mirrors) with its
+   * revoke count: durable_barrier and rev_durable follow it.  The
+   * lanes (inflight_max per mirror) wait on pipe_cv.
+   */
+  unsigned inflight_max, inflight_bars;
+  struct buf *ifhead, *iftail;
+  uint64_t issue_seq;  /* the next segment to be given to the mirrors */
+  uint64_t pipe_front; /* every segment below durable on every mirror */
+  uint64_t barrier_issued, rev_issued_bar;
+  pthread_cond_t pipe_cv;
+  bool pipe_stop;
+  struct lane *lanes;
+  unsigned nlanes;
   pthread_t writer;
   struct log_callbacks cb;
   struct log_stats st;
@@ -280,6 +330,14 @@ void free_log (struct hhc_log *log);
 int scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
                  uint64_t hint_seq, struct scan *s);
 void scan_free (struct scan *s);
+
+/* ---- log-pipeline.c: no lock held ---- */
+
+/* Start the lanes (inflight_max per mirror, when it is above 1) and
+ * stop them (nothing may be in flight).
+ */
+int pipe_start (struct hhc_log *log);
+void pipe_stop (struct hhc_log *log);
 
 /* ---- log-mirror.c: no lock held ---- */
 
@@ -310,6 +368,12 @@ int write_sb_locked (struct hhc_log *log);
  * mirrors that joined (sb_hold).
  */
 int release_sb_hold (struct hhc_log *log);
+/* A sync of m (buf NULL) or a FUA write of len bytes of buf at off,
+ * under m->sync_mu; an error is sticky (EIO for every later call).
+ */
+int mirror_fsync (struct mirror *m, const void *buf, size_t len, uint64_t off);
+/* A write or sync to m failed with err: mark it failed, say so. */
+void mirror_failed (struct hhc_log *log, struct mirror *m, int err);
 /* Start a worker thread per mirror (more than one mirror), and stop
  * them.
  */
@@ -395,5 +459,25 @@ bool active_reclaim (struct hhc_log *log);
 
 /* The writer thread (started by log_start, with log as arg). */
 void *writer_thread (void *arg);
+
+/* log-pipeline.c */
+
+/* Give placed segment b (its writes in b->pio) to every healthy
+ * mirror's lanes.
+ */
+void pipe_issue (struct hhc_log *log, struct buf *b);
+/* The durable frontier: mark in-flight segments durable in order,
+ * durable_barrier and rev_durable up to the newest such barrier, and
+ * free the buffers whose I/O is over.
+ */
+void pipe_update (struct hhc_log *log);
+/* Is every write of a segment below seq done on every healthy mirror? */
+bool pipe_written_below (struct hhc_log *log, uint64_t seq);
+/* A sync of every healthy mirror, begun once pipe_written_below (seq),
+ * succeeded: every segment below seq is durable.
+ */
+void pipe_synced (struct hhc_log *log, uint64_t seq);
+/* Wait until nothing is in flight (lock held; the writer at stop). */
+void pipe_drain (struct hhc_log *log);
 
 #endif /* HHC_LOG_INT_H */

@@ -46,6 +46,7 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
     .identity = vol->identity,
     .segment_size = vol->conf.segment_size,
     .nbuffers = vol->conf.log_buffers,
+    .inflight = vol->conf.log_inflight,
     .msgfn = vol->conf.msgfn,
     .devs = vol->pre.logs,
     .ring_slots = vol->pre.log_ring_slots,

@@ -53,6 +53,11 @@ check_conf (const struct hhc_conf *conf, const struct hhc_preopened *pre)
       hhc_msg (msgfn, HHC_MSG_ERROR, "log-buffers must be from 2 to 64");
       return EINVAL;
     }
+  if (conf->log_inflight > 16)
+    {
+      hhc_msg (msgfn, HHC_MSG_ERROR, "log-inflight must be from 1 to 16");
+      return EINVAL;
+    }
   if (conf->block_size
       && (!HHC_IS_POW2 (conf->block_size) || conf->block_size < 512
           || conf->block_size > 1048576))

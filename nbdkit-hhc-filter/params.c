@@ -221,6 +221,12 @@ set_log_buffers (const char *key, const char *value)
 }
 
 static int
+set_log_inflight (const char *key, const char *value)
+{
+  return parse_uint (key, value, 1, 16, &params_conf.log_inflight);
+}
+
+static int
 set_ssd_sync (const char *key, const char *value)
 {
   (void)key;
@@ -351,6 +357,7 @@ static const struct param {
   { "log-size", set_log_size },
   { "segment-size", set_segment_size },
   { "log-buffers", set_log_buffers },
+  { "log-inflight", set_log_inflight },
   { "ssd-sync", set_ssd_sync },
   { "block-size", set_block_size },
   { "dirty-low", set_dirty_low },

@@ -7,8 +7,10 @@
  *   pending  writes since the last sync, in order
  *   dead     after crashdev_crash: writes and syncs fail with EIO
  *
- * sync moves every pending write into durable.  crash applies a
- * chosen subset of pending writes to durable (in order), copies
+ * sync moves every pending write into durable.  A FUA write goes to
+ * durable at once (and into the pending writes it overlaps, which it
+ * followed: keeping them at a crash must not undo it).  crash applies
+ * a chosen subset of pending writes to durable (in order), copies
  * durable to current and marks the device dead.
  */
 #include <config.h>
@@ -73,6 +75,29 @@ crash_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   return 0;
 }
 
+/* A FUA write: durable when it returns. */
+static int
+crash_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  if (off + len > d->size || c->dead)
+    return EIO;
+  memcpy (c->current + off, buf, len);
+  memcpy (c->durable + off, buf, len);
+  for (size_t i = 0; i < c->pending.len; i++)
+    {
+      struct pending *p = &c->pending.ptr[i];
+      uint64_t lo = HHC_MAX (p->off, off);
+      uint64_t hi = HHC_MIN (p->off + p->len, off + len);
+      if (lo < hi)
+        memcpy (p->data + (lo - p->off), (const char *)buf + (lo - off),
+                hi - lo);
+    }
+  return 0;
+}
+
 static void
 drop_pending (struct crash_dev *c)
 {
@@ -109,6 +134,7 @@ static const struct hhc_dev_ops crash_ops = {
   .pwrite = crash_pwrite,
   .sync = crash_sync,
   .close = crash_close,
+  .pwrite_fua = crash_pwrite_fua,
 };
 
 int

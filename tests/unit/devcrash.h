@@ -1,7 +1,8 @@
 /* Crash device (unit tests only: linked into them, never into the
  * core): a device that keeps unsynced writes in memory.
  *
- * Keeps a durable image and a list of writes not yet synced.  Reads
+ * Keeps a durable image and a list of writes not yet synced (a FUA
+ * write is durable at once).  Reads
  * see every write.  crashdev_crash() "cuts the power": each unsynced
  * write is kept or dropped (keep(i) decides for the i-th pending
  * write, or a seeded coin when keep is NULL), the device then drops

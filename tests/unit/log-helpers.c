@@ -215,6 +215,17 @@ pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   return r;
 }
 
+/* The HDD's cost of a barrier (a sync, or a FUA write). */
+static void
+pd_delay (struct pdev *p)
+{
+  if (p->sync_delay_us)
+    {
+      struct timespec ts = { 0, (long)p->sync_delay_us * 1000 };
+      nanosleep (&ts, NULL);
+    }
+}
+
 static int
 pd_sync (struct hhc_dev *d)
 {
@@ -223,13 +234,33 @@ pd_sync (struct hhc_dev *d)
 
   if (pd_failing (p))
     return EIO;
-  if (p->sync_delay_us)
-    {
-      struct timespec ts = { 0, (long)p->sync_delay_us * 1000 };
-      nanosleep (&ts, NULL);
-    }
+  pd_delay (p);
   power_enter (p->pw, 2);
   r = dev_sync (p->inner);
+  power_leave (p->pw);
+  return r;
+}
+
+/* A FUA write counts as a write and as a sync (a cut at a sync may
+ * fall on it), and fails as a write does.
+ */
+static int
+pd_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
+{
+  struct pdev *p = to_pdev (d);
+  int r;
+
+  if (pd_failing (p))
+    return EIO;
+  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
+      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
+    {
+      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      return EIO;
+    }
+  pd_delay (p);
+  power_enter (p->pw, 2);
+  r = dev_pwrite_fua (p->inner, buf, len, off);
   power_leave (p->pw);
   return r;
 }
@@ -247,13 +278,30 @@ static const struct hhc_dev_ops pdev_ops = {
   .close = pd_close,
 };
 
+/* The same for an inner device with FUA. */
+static const struct hhc_dev_ops pdev_fua_ops = {
+  .pread = pd_pread,
+  .pwrite = pd_pwrite,
+  .sync = pd_sync,
+  .close = pd_close,
+  .pwrite_fua = pd_pwrite_fua,
+};
+
+void
+pdev_set_fua (struct hhc_dev *d, bool on)
+{
+  struct pdev *p = to_pdev (d);
+
+  p->dev.ops = on && dev_can_fua (p->inner) ? &pdev_fua_ops : &pdev_ops;
+}
+
 struct hhc_dev *
 pdev_new (struct hhc_dev *inner, struct power *pw, const char *name)
 {
   struct pdev *p = calloc (1, sizeof *p);
 
   T_ASSERT ((p) != NULL);
-  p->dev.ops = &pdev_ops;
+  p->dev.ops = dev_can_fua (inner) ? &pdev_fua_ops : &pdev_ops;
   p->dev.size = inner->size;
   p->dev.name = strdup (name);
   T_ASSERT ((p->dev.name) != NULL);

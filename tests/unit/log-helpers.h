@@ -126,6 +126,8 @@ void pdev_free (struct hhc_dev *d);
 /* The device fails (every call EIO) after n more successful writes. */
 void pdev_fail_after (struct hhc_dev *d, uint64_t n);
 void pdev_heal (struct hhc_dev *d);
+/* Offer FUA (as the inner device does: the default) or not. */
+void pdev_set_fua (struct hhc_dev *d, bool on);
 
 /* A crash device plus its wrapper. */
 struct tdev {

@@ -564,6 +564,10 @@ run_conf (struct run *r, uint64_t seed)
    * three, from the seed so that the draws below stay as they were.
    */
   r->conf.wal = seed % 3 != 0;
+  /* Barriers in flight (1: one segment at a time) and whether the log
+   * devices offer FUA, from the seed too (the draws below unchanged).
+   */
+  r->conf.log_inflight = (unsigned[]){ 1, 2, 4 }[seed / 3 % 3];
   r->conf.msgfn = test_msg;
   r->conf.nlogs = r->nlogs;
   r->conf.segment_size = SEG;
@@ -585,6 +589,7 @@ run_conf (struct run *r, uint64_t seed)
   for (unsigned i = 0; i < r->nlogs; i++)
     {
       tdev_new (&r->logs[i], r->log_size, &r->pw, log_names[i]);
+      pdev_set_fua (r->logs[i].pd, seed / 9 % 2 == 0);
       r->conf.log_paths[i] = log_names[i];
       r->pre.logs[i] = r->logs[i].pd;
     }
@@ -625,13 +630,14 @@ run_setup (struct run *r, uint64_t seed)
   run_conf (r, seed);
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
   snprintf (r->cfg, sizeof r->cfg,
-            "%u log%s of %llu KiB, %u buffers, %u slots, %llu blocks, "
-            "dirty %u/%u/%u, preferred block %u",
+            "%u log%s of %llu KiB, %u buffers, %u in flight%s, %u slots, "
+            "%llu blocks, dirty %u/%u/%u, preferred block %u",
             r->nlogs, r->nlogs > 1 ? "s" : "",
             (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
-            r->conf.log_buffers, r->nslots, (unsigned long long)r->nblocks,
-            r->conf.dirty_low, r->conf.dirty_high, r->conf.dirty_max,
-            r->info.preferred_block);
+            r->conf.log_buffers, r->conf.log_inflight,
+            seed / 9 % 2 == 0 ? " (FUA)" : "", r->nslots,
+            (unsigned long long)r->nblocks, r->conf.dirty_low,
+            r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block);
 }
 
 /* The cut: at any counted call (device write or sync, backend write,

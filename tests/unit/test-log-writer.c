@@ -19,6 +19,10 @@
  *   close_full_log    hhc_close right after filling the log (the flusher
  *                     is stopped first) finishes, and the cache keeps it
  *                     all.
+ * small_ring, ring_pinned_head and full_log run with the default
+ * log-inflight (4 barriers in flight on these devices, with FUA), and
+ * again with 1 (one segment at a time) and 8: room, head and reclaim
+ * with any number of barriers in flight.
  * All but group_commit run last, in this order, as a hang leaves
  * threads behind.
  */
@@ -206,6 +210,16 @@ pin_thread (void *p)
   return NULL;
 }
 
+/* A variant's log-inflight (cmocka's prestate: NULL, the default). */
+static void
+set_inflight (struct env *e, void **state)
+{
+  if (*state)
+    e->conf.log_inflight = *(const unsigned *)*state;
+}
+
+static const unsigned inflight_1 = 1, inflight_8 = 8;
+
 static void
 test_ring_pinned_head (void **state)
 {
@@ -215,6 +229,7 @@ test_ring_pinned_head (void **state)
   struct hhc_counts c;
 
   env_init (&e, 1024, 1024, 1, LOG_REGION_OFF + 16384 * KiB);
+  set_inflight (&e, state);
   e.pre.log_ring_slots = 12;
   e.conf.dirty_low = 90;
   e.conf.dirty_high = 95;
@@ -249,6 +264,7 @@ test_small_ring (void **state)
   struct hhc_counts c;
 
   env_init (&e, 64, 128, 1, LOG_REGION_OFF + 1024 * KiB);
+  set_inflight (&e, state);
   e.pre.log_ring_slots = 12; /* the region would take 256 */
   env_open (&e);
   arg.e = &e;
@@ -299,6 +315,9 @@ test_full_log (void **state)
   to_pdev (e.ssd.pd)->pw = &pw;
   power_set_devs (&pw, (struct hhc_dev *[]){ e.ssd.cd, e.logs[0].cd }, 2);
   e.conf.log_buffers = 2;
+  set_inflight (&e, state);
+  if (*state)
+    e.conf.log_buffers = 0; /* as many as the log takes */
   /* Write-back starts only when the log asks for it. */
   e.conf.dirty_low = 80;
   e.conf.dirty_high = 90;
@@ -517,7 +536,13 @@ main (void)
     cmocka_unit_test (test_outage_flush),     /* a hang leaves threads */
     cmocka_unit_test (test_small_ring),       /* a hang leaves threads */
     cmocka_unit_test (test_ring_pinned_head), /* a hang leaves threads */
-    cmocka_unit_test (test_full_log),         /* last: a hang leaves threads */
+    cmocka_unit_test_prestate (test_small_ring, (void *)&inflight_1),
+    cmocka_unit_test_prestate (test_small_ring, (void *)&inflight_8),
+    cmocka_unit_test_prestate (test_ring_pinned_head, (void *)&inflight_1),
+    cmocka_unit_test_prestate (test_ring_pinned_head, (void *)&inflight_8),
+    cmocka_unit_test_prestate (test_full_log, (void *)&inflight_1),
+    cmocka_unit_test_prestate (test_full_log, (void *)&inflight_8),
+    cmocka_unit_test (test_full_log), /* last: a hang leaves threads */
     cmocka_unit_test (test_close_full_log),
   };
   test_filter_from_env ();
