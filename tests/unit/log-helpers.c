@@ -195,20 +195,31 @@ pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
   return r;
 }
 
+/* Whether this write fails: the device failed already, or this is
+ * the write past fail_after (the device fails from then on).
+ */
+static bool
+pd_write_fails (struct pdev *p)
+{
+  if (pd_failing (p))
+    return true;
+  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
+      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
+    {
+      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      return true;
+    }
+  return false;
+}
+
 static int
 pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 {
   struct pdev *p = to_pdev (d);
   int r;
 
-  if (pd_failing (p))
+  if (pd_write_fails (p))
     return EIO;
-  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
-      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
-    {
-      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
-      return EIO;
-    }
   power_enter (p->pw, 1);
   r = dev_pwrite (p->inner, buf, len, off);
   power_leave (p->pw);
@@ -250,14 +261,8 @@ pd_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   struct pdev *p = to_pdev (d);
   int r;
 
-  if (pd_failing (p))
+  if (pd_write_fails (p))
     return EIO;
-  if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
-      > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
-    {
-      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
-      return EIO;
-    }
   pd_delay (p);
   power_enter (p->pw, 2);
   r = dev_pwrite_fua (p->inner, buf, len, off);
