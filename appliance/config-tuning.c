@@ -41,6 +41,8 @@ static const struct tuning_key tuning_keys[] = {
   { "format", T_FORMAT, 0, 0, "auto, force or never" },
   { "direct", T_BOOL, 0, 0, "true or false" },
   { "ssd-sync", T_SSDSYNC, 0, 0, "flush or checkpoint" },
+  /* Last: the dirty-* checks find their keys by index. */
+  { "log-inflight", T_UINT, 1, 16, "a whole number from 1 to 16" },
 };
 #define NTUNING (sizeof tuning_keys / sizeof tuning_keys[0])
 
