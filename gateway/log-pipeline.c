@@ -296,7 +296,7 @@ static int
 lane_sync (struct hhc_log *log, unsigned i, const struct buf *b)
 {
   struct mirror *m = &log->m[i];
-  uint64_t c;
+  uint64_t c = 0;
   int r;
 
   while (!m->failed && (c = written_prefix (log, i)) <= b->seq)
