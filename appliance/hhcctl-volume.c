@@ -338,18 +338,29 @@ static int
 check_drained (const struct vopts *o, const struct gw_config *cfg,
                const struct gw_volume *v, const char *text, size_t len)
 {
+  HHC_CLEANUP_FREE char *path = NULL;
   char err[512], why[512];
-  int lock = -1;
+  int lock;
 
   if (hhcctl_written_back (v->cache, v->logs, v->nlogs, why, sizeof why) == 0)
     return 0;
-  if (text == NULL
+  /* Put back under the directory's lock, and never over a file another
+   * add wrote meanwhile.
+   */
+  lock = gwrun_lock (cfg->volumes_dir, err, sizeof err);
+  if (lock == -1 || text == NULL
+      || asprintf (&path, "%s/%s.json", cfg->volumes_dir, v->name) == -1
+      || access (path, F_OK) == 0
       || gwrun_write (cfg->volumes_dir, v->name, text, len, err, sizeof err)
              == -1
       || hup_and_wait (cfg, o, v->name, true, &lock) != 0)
-    return fail ("volume %s stopped with data not written back (%s); add "
-                 "the volume again and drain it",
-                 v->name, why);
+    {
+      if (lock != -1)
+        close (lock);
+      return fail ("volume %s stopped with data not written back (%s); add "
+                   "the volume again and drain it",
+                   v->name, why);
+    }
   return fail ("volume %s was written to during the drain (%s): it is served "
                "again, with its file back in %s; remove it again",
                v->name, why, cfg->volumes_dir);
