@@ -38,15 +38,26 @@
 
 /* ---- I/O on every mirror ---- */
 
+/* A barrier written with FUA is durable without a sync, but FUA does
+ * not make an earlier write durable: only while nothing was written
+ * without a sync since the last one (m->plain; log-pipeline.c keeps the
+ * same rule).  The serial writer's mirrors: one io at a time each.
+ */
 static int
 do_io (struct mirror *m, const struct io *io)
 {
+  bool fua = io->sync && !io->sync_only && io->n > 0 && !m->plain
+             && dev_can_fua (m->dev);
   int r = 0;
 
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
-    r = dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
-  if (r == 0 && io->sync)
+    r = fua ? mirror_fsync (m, io->p[i], io->len[i], io->off[i])
+            : dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
+  if (r == 0 && io->sync && !fua)
     r = mirror_fsync (m, NULL, 0, 0);
+  if (r == 0)
+    m->plain = !io->sync && (m->plain || (io->n > 0 && !io->sync_only));
+  m->last_fua = r == 0 && fua;
   return r;
 }
 
@@ -263,8 +274,16 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
       else
         mirror_failed (log, &log->m[i], res[i]);
     }
+  bool synced = false;
+  for (unsigned i = 0; i < log->nm; i++)
+    synced |= use[i] && res[i] == 0 && !log->m[i].last_fua;
   hhc_lock (&log->lock);
-  log->st.syncs += io->sync;
+  if (io->sync && ok)
+    {
+      bool fua_barrier = !synced && !io->sb && !io->sync_only;
+      log->st.syncs += !fua_barrier;
+      log->st.fua_barriers += fua_barrier;
+    }
   hhc_unlock (&log->lock);
   return ok ? 0 : EIO;
 }

@@ -114,6 +114,7 @@ open_mirror (const struct log_conf *conf, unsigned i, struct mirror *m)
 {
   pthread_mutex_init (&m->mu, NULL);
   pthread_mutex_init (&m->sync_mu, NULL);
+  m->plain = true; /* the first barrier syncs (do_io, log-pipeline.c) */
   pthread_cond_init (&m->cv, NULL);
   if (conf->paths && conf->paths[i]
       && (m->path = strdup (conf->paths[i])) == NULL)

@@ -197,7 +197,7 @@ pipe_issue (struct hhc_log *log, struct buf *b)
   b->issued = b->wdone = b->fua_done = b->fua = b->sync = 0;
   b->durable = false;
   b->pending = 0;
-  b->t0 = hhc_now_ns ();
+  b->t0 = 0; /* set when a lane starts it: no queueing in the group wait */
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
@@ -215,6 +215,14 @@ pipe_issue (struct hhc_log *log, struct buf *b)
           b->sync |= bit;
           m->plain = false;
         }
+    }
+  /* Counted once per barrier, as the serial writer counts them: made
+   * durable by a sync on some mirror, or by FUA writes alone.
+   */
+  if (b->barrier && b->issued)
+    {
+      log->st.syncs += b->sync != 0;
+      log->st.fua_barriers += b->sync == 0;
     }
   b->next = NULL;
   if (log->iftail)
@@ -306,7 +314,6 @@ lane_sync (struct hhc_log *log, unsigned i, const struct buf *b)
   hhc_unlock (&log->lock);
   r = mirror_fsync (m, NULL, 0, 0);
   hhc_lock (&log->lock);
-  log->st.syncs++;
   if (r == 0 && m->synced < c)
     m->synced = c;
   return r;
@@ -322,6 +329,8 @@ lane_job (struct hhc_log *log, unsigned i, struct buf *b)
   bool fua = b->fua >> i & 1, dead = m->failed;
   int r = -1;
 
+  if (b->t0 == 0)
+    b->t0 = hhc_now_ns ();
   hhc_unlock (&log->lock);
   if (!dead)
     r = lane_write (m, &b->pio, fua);

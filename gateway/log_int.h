@@ -138,7 +138,7 @@ struct buf {
   uint8_t issued, wdone, fua_done, fua, sync;
   bool durable; /* it and every segment before it, on every healthy mirror */
   unsigned pending;
-  uint64_t t0; /* when it was issued (group commit) */
+  uint64_t t0; /* when a lane started it (group commit's wait) */
   uint64_t len;
   unsigned char *mark; /* its wrap marker (LOG_ALIGN) */
 };
@@ -171,6 +171,11 @@ struct mirror {
    */
   uint64_t pseq, synced;
   bool plain, can_fua;
+  /* The serial writer (do_io, one io at a time per mirror): plain as
+   * above, from the start (true: the first barrier syncs whatever an
+   * earlier run left unsynced); the last io was made durable by FUA.
+   */
+  bool last_fua;
   /* Every fsync-type call on the device (a sync, a FUA write) takes
    * sync_mu, one at a time, and a failure stays in sync_err: Linux
    * reports a buffered file's write-back error to one such call per

@@ -38,6 +38,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_segments = ls.segments;
       c->log_barriers = ls.barriers;
       c->log_syncs = ls.syncs;
+      c->log_fua_barriers = ls.fua_barriers;
       c->log_blocks = ls.blocks;
       c->log_revokes = ls.revokes;
       c->log_relogged = ls.relogged;
@@ -105,6 +106,9 @@ log_json (struct hhc_volume *vol)
       "region_bytes", (json_int_t)c.log_region, "mirrors",
       (json_int_t)c.log_mirrors, "mirrors_failed",
       (json_int_t)c.log_mirrors_failed);
+  if (o)
+    json_object_set_new (o, "fua_barriers",
+                         json_integer ((json_int_t)c.log_fua_barriers));
   if (o)
     json_object_set_new (o, "mirrors_unvoided",
                          json_integer (c.log_mirrors_unvoided));

@@ -43,16 +43,18 @@ writes = job["write"]["total_ios"]
 if job["error"] or writes != jobs * ios:
     sys.exit("fio: error %d, %d writes (want %d)" % (job["error"], writes, jobs * ios))
 flushes, lg = s["flushes"], s["log"]
+# A barrier is made durable by a sync or by FUA writes alone.
+durable = lg["syncs"] + lg["fua_barriers"]
 print("%d clients x %d writes+flushes: flushes %d, log syncs %d,"
-      " barriers %d (syncs/flushes %.3f)"
-      % (jobs, ios, flushes, lg["syncs"], lg["barriers"],
-         lg["syncs"] / max(flushes, 1)))
+      " FUA barriers %d, barriers %d (durable points/flushes %.3f)"
+      % (jobs, ios, flushes, lg["syncs"], lg["fua_barriers"], lg["barriers"],
+         durable / max(flushes, 1)))
 # fio sends no FLUSH after a job's last write.
 if flushes < jobs * (ios - 1):
     sys.exit("only %d flushes counted, fio sent at least %d"
              % (flushes, jobs * (ios - 1)))
-if not lg["syncs"] * 2 < flushes:
-    sys.exit("no group commit: %d log syncs for %d flushes"
-             % (lg["syncs"], flushes))
+if not durable * 2 < flushes:
+    sys.exit("no group commit: %d log syncs and FUA barriers for %d flushes"
+             % (durable, flushes))
 EOF
   fail "group commit"
