@@ -91,8 +91,8 @@ test_group_commit (void **state)
   c1 = counts (&e);
   uint64_t flushes = c1.flushes - c0.flushes;
   /* Durable points: barriers made durable by a sync or by FUA. */
-  uint64_t syncs = c1.log_syncs + c1.log_fua_barriers - c0.log_syncs
-                   - c0.log_fua_barriers;
+  uint64_t syncs
+      = c1.log_syncs + c1.log_fua_barriers - c0.log_syncs - c0.log_fua_barriers;
   uint64_t barriers = c1.log_barriers - c0.log_barriers;
   printf ("group commit: %llu flushes, %llu log barriers, %llu log syncs\n",
           (unsigned long long)flushes, (unsigned long long)barriers,
