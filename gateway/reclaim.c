@@ -3,7 +3,8 @@
  * vol_evict walks the clean blocks coldest first (the cold list from
  * its tail, then on into hot) under the LRU lock and frees every idle
  * one it can claim without waiting: at most n, looking at no more than
- * 4n.  Dirty blocks are on
+ * 4n.  A cold block hit since it entered is promoted to hot instead
+ * (lru.h; at most 4n of them per walk).  Dirty blocks are on
  * their own list (lru.h), so eviction never sees one.  A freed slot
  * waits on the pending list until vol_reclaim's commit makes "free"
  * durable.
@@ -50,15 +51,20 @@ uint32_t
 vol_evict (struct hhc_volume *vol, uint32_t n)
 {
   HHC_SCOPED_LOCK (&vol->lru.lock);
-  uint32_t done = 0, looked = 0;
+  uint32_t done = 0, looked = 0, promoted = 0;
   uint32_t s = lru_colder_prev (&vol->lru, HHC_NIL);
 
   while (s != HHC_NIL && done < n && looked < 4 * n)
     {
       uint32_t next = lru_colder_prev (&vol->lru, s);
-      looked++;
-      if (try_evict (vol, s))
-        done++;
+      if (promoted < 4 * n && lru_promote_locked (&vol->lru, s))
+        promoted++; /* hit while cold: to hot, not evicted */
+      else
+        {
+          looked++;
+          if (try_evict (vol, s))
+            done++;
+        }
       s = next;
     }
   stat_add (&vol->stats.evictions, done);

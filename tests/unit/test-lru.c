@@ -55,6 +55,24 @@ coldest_order (struct fixture *f, uint32_t *out, uint32_t max)
   return n;
 }
 
+/* A hit that eviction then reaches while the block is cold: promoted
+ * (lru_touch only marks it; vol_evict's walk calls lru_promote_locked).
+ */
+static void
+hit (struct fixture *f, uint32_t s)
+{
+  lru_touch (&f->lru, s);
+  pthread_mutex_lock (&f->lru.lock);
+  lru_promote_locked (&f->lru, s);
+  pthread_mutex_unlock (&f->lru.lock);
+}
+
+static bool
+referenced (struct fixture *f, uint32_t s)
+{
+  return __atomic_load_n (&f->idx.slots[s].next, __ATOMIC_RELAXED) & (1u << 28);
+}
+
 static void
 test_midpoint_insert (void **state)
 {
@@ -74,7 +92,7 @@ test_midpoint_insert (void **state)
   assert_int_equal (order[2], 3);
 
   /* With a hot list, a new block goes below all of hot. */
-  lru_touch (&f->lru, 2);
+  hit (f, 2);
   lru_insert_clean (&f->lru, 4);
   assert_int_equal (lru_which (&f->lru, 4), LRU_COLD);
   assert_int_equal (coldest_order (f, order, 16), 4);
@@ -95,28 +113,71 @@ test_promotion (void **state)
 
   for (uint32_t s = 0; s < 6; s++)
     lru_insert_clean (&f->lru, s);
-  lru_touch (&f->lru, 0); /* cold hit: head of hot */
+  /* Cold hit: only "referenced" (no lock, no move) ... */
+  lru_touch (&f->lru, 0);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_COLD);
+  assert_true (referenced (f, 0));
+  /* ... an unreferenced cold block is not promoted ... */
+  pthread_mutex_lock (&f->lru.lock);
+  assert_false (lru_promote_locked (&f->lru, 1));
+  /* ... and eviction reaching it promotes it to the head of hot. */
+  assert_true (lru_promote_locked (&f->lru, 0));
+  assert_false (lru_promote_locked (&f->lru, 0)); /* hot now */
+  pthread_mutex_unlock (&f->lru.lock);
   assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
   assert_int_equal (f->lru.head[LRU_HOT], 0);
-  lru_touch (&f->lru, 1);
+  assert_false (referenced (f, 0));
+  hit (f, 1);
   assert_int_equal (f->lru.head[LRU_HOT], 1);
-  lru_touch (&f->lru, 0); /* hot hit: back to the head of hot */
-  assert_int_equal (f->lru.head[LRU_HOT], 0);
-  assert_int_equal (f->lru.tail[LRU_HOT], 1);
+  /* Hot hit: only "referenced" too. */
+  lru_touch (&f->lru, 0);
+  assert_int_equal (f->lru.head[LRU_HOT], 1);
+  assert_int_equal (f->lru.tail[LRU_HOT], 0);
+  assert_true (referenced (f, 0));
   assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 4);
   /* Eviction: cold (2,3,4,5 oldest first), then hot from its tail. */
   assert_int_equal (coldest_order (f, order, 16), 6);
   assert_int_equal (order[0], 2);
   assert_int_equal (order[3], 5);
-  assert_int_equal (order[4], 1);
-  assert_int_equal (order[5], 0);
+  assert_int_equal (order[4], 0);
+  assert_int_equal (order[5], 1);
   /* Off-list slots: touch does nothing. */
   lru_remove (&f->lru, 3);
   assert_int_equal (lru_which (&f->lru, 3), LRU_NONE);
   lru_touch (&f->lru, 3);
   assert_int_equal (lru_which (&f->lru, 3), LRU_NONE);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 3);
+  fixture_free (f);
+}
+
+/* A referenced tail of hot gets a second chance when hot is demoted:
+ * back to hot's head, unreferenced; the next unreferenced tail goes.
+ */
+static void
+test_second_chance (void **state)
+{
+  struct fixture *f = fixture_new (8, 1);
+
+  for (uint32_t s = 0; s < 4; s++)
+    lru_insert_clean (&f->lru, s);
+  hit (f, 0); /* hot: 0 */
+  hit (f, 1); /* hot: 1 0 */
+  assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
+  lru_touch (&f->lru, 0); /* referenced, stays the tail */
+  assert_int_equal (f->lru.tail[LRU_HOT], 0);
+  /* Promoting 2 (hot 3 > 1 x (1 + 1)) demotes one: 0 is referenced
+   * and goes back to the head, so 1 is demoted.
+   */
+  hit (f, 2);
+  assert_int_equal (lru_which (&f->lru, 1), LRU_COLD);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
+  assert_int_equal (f->lru.head[LRU_HOT], 0);
+  assert_false (referenced (f, 0));
+  /* Promoting 3: now 2 is the unreferenced tail. */
+  hit (f, 3);
+  assert_int_equal (lru_which (&f->lru, 2), LRU_COLD);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
   fixture_free (f);
 }
 
@@ -129,8 +190,8 @@ test_colder_prev_into_hot (void **state)
 
   lru_insert_clean (&f->lru, 0);
   lru_insert_clean (&f->lru, 1);
-  lru_touch (&f->lru, 0);
-  lru_touch (&f->lru, 1);
+  hit (f, 0);
+  hit (f, 1);
   assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 0);
   assert_int_equal (coldest_order (f, order, 8), 2);
@@ -152,7 +213,7 @@ check_balance (unsigned ratio, uint32_t n)
     for (uint32_t s = 0; s < n; s++)
       {
         uint32_t h, c;
-        lru_touch (&f->lru, s);
+        hit (f, s);
         h = lru_count (&f->lru, LRU_HOT);
         c = lru_count (&f->lru, LRU_COLD);
         assert_int_equal (h + c, n);
@@ -304,6 +365,8 @@ test_scan_resistance (void **state)
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
       s = lru_colder_prev (&f->lru, HHC_NIL);
+      while (s != HHC_NIL && lru_promote_locked (&f->lru, s))
+        s = lru_colder_prev (&f->lru, HHC_NIL); /* hit: to hot */
       assert_int_not_equal (s, HHC_NIL);
       /* Never from hot while cold has blocks. */
       assert_int_equal (f->idx.slots[s].prev >> 28, LRU_COLD);
@@ -345,6 +408,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_midpoint_insert),
     cmocka_unit_test (test_promotion),
+    cmocka_unit_test (test_second_chance),
     cmocka_unit_test (test_colder_prev_into_hot),
     cmocka_unit_test (test_balance_2_1),
     cmocka_unit_test (test_balance_3_1),
