@@ -3,6 +3,7 @@
  */
 #include <config.h>
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -391,6 +392,79 @@ test_scan_resistance (void **state)
   fixture_free (f);
 }
 
+/* ---- hits without the lock, while eviction moves the lists ---- */
+
+#define RACE_SLOTS 64
+#define RACE_HITS 200000
+
+struct race {
+  struct fixture *f;
+  unsigned seed;
+};
+
+static void *
+race_hits (void *arg)
+{
+  struct race *r = arg;
+
+  for (int i = 0; i < RACE_HITS; i++)
+    lru_touch (&r->f->lru, rand_r (&r->seed) % RACE_SLOTS);
+  return NULL;
+}
+
+/* Walk a list under the lock: its length. */
+static uint32_t
+list_length (struct fixture *f, enum lru_list l)
+{
+  uint32_t n = 0;
+
+  for (uint32_t s = f->lru.head[l]; s != HHC_NIL && n <= RACE_SLOTS;
+       s = __atomic_load_n (&f->idx.slots[s].next, __ATOMIC_RELAXED)
+           & ((1u << 28) - 1))
+    n++;
+  return n;
+}
+
+/* Two threads hit at random (lru_touch, no lock) while this one evicts
+ * and refills as vol_evict does (promote or unlink, then insert): the
+ * lists stay whole and TSan sees no race.
+ */
+static void
+test_hits_race_eviction (void **state)
+{
+  struct fixture *f = fixture_new (RACE_SLOTS, 2);
+  struct race r[2] = { { f, 1 }, { f, 2 } };
+  pthread_t t[2];
+
+  for (uint32_t s = 0; s < RACE_SLOTS; s++)
+    lru_insert_clean (&f->lru, s);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal (pthread_create (&t[i], NULL, race_hits, &r[i]), 0);
+  for (int round = 0; round < 20000; round++)
+    {
+      uint32_t s;
+      pthread_mutex_lock (&f->lru.lock);
+      s = lru_colder_prev (&f->lru, HHC_NIL);
+      while (s != HHC_NIL && lru_promote_locked (&f->lru, s))
+        s = lru_colder_prev (&f->lru, HHC_NIL);
+      if (s != HHC_NIL)
+        lru_unlink_locked (&f->lru, s);
+      pthread_mutex_unlock (&f->lru.lock);
+      if (s != HHC_NIL)
+        lru_insert_clean (&f->lru, s);
+    }
+  for (int i = 0; i < 2; i++)
+    assert_int_equal (pthread_join (t[i], NULL), 0);
+  pthread_mutex_lock (&f->lru.lock);
+  assert_int_equal (list_length (f, LRU_HOT), f->lru.count[LRU_HOT]);
+  assert_int_equal (list_length (f, LRU_COLD), f->lru.count[LRU_COLD]);
+  pthread_mutex_unlock (&f->lru.lock);
+  assert_int_equal (
+      lru_count (&f->lru, LRU_HOT) + lru_count (&f->lru, LRU_COLD), RACE_SLOTS);
+  assert_true (lru_count (&f->lru, LRU_HOT) > 0); /* hits were promoted */
+  fixture_free (f);
+}
+
 /* docs/design.md §4.3: <= 20 bytes of RAM per cached block (index + LRU). */
 static void
 test_ram_per_slot (void **state)
@@ -415,6 +489,7 @@ main (void)
     cmocka_unit_test (test_dirty_fifo),
     cmocka_unit_test (test_make_clean),
     cmocka_unit_test (test_scan_resistance),
+    cmocka_unit_test (test_hits_race_eviction),
     cmocka_unit_test (test_ram_per_slot),
   };
   test_filter_from_env ();
