@@ -325,3 +325,31 @@ lru_colder_prev (struct hhc_lru *lru, uint32_t from)
     return lru->tail[LRU_HOT];
   return p;
 }
+
+void
+lru_walk_start (struct hhc_lru *lru, struct lru_walk *w)
+{
+  w->next = lru_colder_prev (lru, HHC_NIL);
+}
+
+uint32_t
+lru_walk_victim (struct hhc_lru *lru, struct lru_walk *w)
+{
+  uint32_t s;
+
+  while ((s = w->next) != HHC_NIL)
+    {
+      struct hhc_slot *p = &lru->slots[s];
+      bool cold_head = list_of (p) == LRU_COLD && prev_of (p) == HHC_NIL;
+
+      w->next = lru_colder_prev (lru, s);
+      if (!lru_promote_locked (lru, s))
+        return s;
+      /* s was cold's last: the promotion's balance may have demoted
+       * hot's tail (w->next) to cold; start again from the coldest.
+       */
+      if (cold_head)
+        w->next = lru_colder_prev (lru, HHC_NIL);
+    }
+  return HHC_NIL;
+}

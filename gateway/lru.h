@@ -80,9 +80,27 @@ uint32_t lru_count (struct hhc_lru *lru, enum lru_list l);
 uint32_t lru_colder_prev (struct hhc_lru *lru, uint32_t from);
 /* Eviction reached slot: if it is referenced on cold, promote it to
  * the head of hot (unreferenced; hot's tail may be demoted) and return
- * true: do not evict it.
+ * true: do not evict it.  Only lru_walk_victim calls it in the core.
  */
 bool lru_promote_locked (struct hhc_lru *lru, uint32_t slot);
+
+/* The eviction decision, one walk per eviction batch (vol_evict, and
+ * tests/bench/lru-sim): the clean blocks coldest first; every
+ * referenced cold block it reaches is promoted on the way (never
+ * evicted while an unreferenced block is offered first), and every
+ * other block is offered as a victim.  The caller evicts a victim
+ * (lru_unlink_locked) or leaves it; either way the next call offers
+ * the next one.  The lock is held from start to the last call.  A
+ * walk promotes at most the cold list once (promoting clears the bit;
+ * demoted blocks are unreferenced), one promotion per cold hit: the
+ * list moves a hit on main made under the lock, made here in a batch.
+ */
+struct lru_walk {
+  uint32_t next; /* next block to look at (HHC_NIL: done) */
+};
+void lru_walk_start (struct hhc_lru *lru, struct lru_walk *w);
+/* The next victim, or HHC_NIL when no clean block is left. */
+uint32_t lru_walk_victim (struct hhc_lru *lru, struct lru_walk *w);
 /* lru_remove with the lock held. */
 void lru_unlink_locked (struct hhc_lru *lru, uint32_t slot);
 

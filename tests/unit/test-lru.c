@@ -57,7 +57,7 @@ coldest_order (struct fixture *f, uint32_t *out, uint32_t max)
 }
 
 /* A hit that eviction then reaches while the block is cold: promoted
- * (lru_touch only marks it; vol_evict's walk calls lru_promote_locked).
+ * (lru_touch only marks it; the eviction walk, lru_walk_victim, promotes).
  */
 static void
 hit (struct fixture *f, uint32_t s)
@@ -66,6 +66,16 @@ hit (struct fixture *f, uint32_t s)
   pthread_mutex_lock (&f->lru.lock);
   lru_promote_locked (&f->lru, s);
   pthread_mutex_unlock (&f->lru.lock);
+}
+
+/* vol_evict's choice of one victim (LRU lock held): the walk's first. */
+static uint32_t
+evict_one (struct fixture *f)
+{
+  struct lru_walk w;
+
+  lru_walk_start (&f->lru, &w);
+  return lru_walk_victim (&f->lru, &w);
 }
 
 static bool
@@ -365,9 +375,7 @@ test_scan_resistance (void **state)
     {
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
-      s = lru_colder_prev (&f->lru, HHC_NIL);
-      while (s != HHC_NIL && lru_promote_locked (&f->lru, s))
-        s = lru_colder_prev (&f->lru, HHC_NIL); /* hit: to hot */
+      s = evict_one (f);
       assert_int_not_equal (s, HHC_NIL);
       /* Never from hot while cold has blocks. */
       assert_int_equal (f->idx.slots[s].prev >> 28, LRU_COLD);
@@ -390,6 +398,99 @@ test_scan_resistance (void **state)
   assert_int_equal (mid_hot, HOTSET);
   assert_int_equal (plain_hot, 0);
   fixture_free (f);
+}
+
+/* ---- a hot set against scans of 2x the cache, as the gateway runs ---- */
+
+#define WS_CAP 256
+#define WS_HOT 160 /* fits hot's share (2/3 of WS_CAP) */
+#define WS_BATCH 8
+
+struct workload {
+  struct fixture *f;
+  uint64_t block_of[WS_CAP];
+  uint32_t used, nfree, freel[WS_BATCH];
+};
+
+/* Out of free slots: one eviction walk of WS_BATCH, as vol_evict. */
+static void
+ws_evict (struct workload *w)
+{
+  struct lru_walk walk;
+  uint32_t s;
+
+  pthread_mutex_lock (&w->f->lru.lock);
+  lru_walk_start (&w->f->lru, &walk);
+  while (w->nfree < WS_BATCH
+         && (s = lru_walk_victim (&w->f->lru, &walk)) != HHC_NIL)
+    {
+      lru_unlink_locked (&w->f->lru, s);
+      w->block_of[s] = UINT64_MAX; /* evicted */
+      w->freel[w->nfree++] = s;
+    }
+  pthread_mutex_unlock (&w->f->lru.lock);
+  assert_int_equal (w->nfree, WS_BATCH);
+}
+
+/* Read block b: a hit only marks it (lru_touch); true on a hit. */
+static bool
+ws_access (struct workload *w, uint64_t b)
+{
+  uint32_t s;
+
+  for (s = 0; s < w->used; s++)
+    if (w->block_of[s] == b)
+      {
+        lru_touch (&w->f->lru, s);
+        return true;
+      }
+  if (w->used < WS_CAP)
+    s = w->used++;
+  else
+    {
+      if (w->nfree == 0)
+        ws_evict (w);
+      s = w->freel[--w->nfree];
+    }
+  w->block_of[s] = b;
+  lru_insert_clean (&w->f->lru, s);
+  return false;
+}
+
+/* A hot set read twice between scans of 2x the cache (blocks never
+ * read again), every eviction through lru_walk_victim: after the first
+ * round the whole hot set survives every scan, and it is in hot.  An
+ * eviction that does not promote the hit cold blocks loses all of it.
+ */
+static void
+test_hot_set_survives_2x_scan (void **state)
+{
+  struct workload *w = calloc (1, sizeof *w);
+  uint64_t next_scan = 1000000;
+
+  assert_non_null (w);
+  w->f = fixture_new (WS_CAP, 2);
+  for (int round = 0; round < 6; round++)
+    {
+      uint32_t misses = 0, cached = 0;
+
+      for (int twice = 0; twice < 2; twice++)
+        for (uint64_t b = 0; b < WS_HOT; b++)
+          misses += !ws_access (w, b);
+      if (round > 0)
+        assert_int_equal (misses, 0);
+      for (uint32_t k = 0; k < 2 * WS_CAP; k++)
+        ws_access (w, next_scan++);
+      for (uint32_t s = 0; s < WS_CAP; s++)
+        if (w->block_of[s] < WS_HOT)
+          {
+            cached++;
+            assert_int_equal (lru_which (&w->f->lru, s), LRU_HOT);
+          }
+      assert_int_equal (cached, WS_HOT);
+    }
+  fixture_free (w->f);
+  free (w);
 }
 
 /* ---- hits without the lock, while eviction moves the lists ---- */
@@ -444,9 +545,7 @@ test_hits_race_eviction (void **state)
     {
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
-      s = lru_colder_prev (&f->lru, HHC_NIL);
-      while (s != HHC_NIL && lru_promote_locked (&f->lru, s))
-        s = lru_colder_prev (&f->lru, HHC_NIL);
+      s = evict_one (f);
       if (s != HHC_NIL)
         lru_unlink_locked (&f->lru, s);
       pthread_mutex_unlock (&f->lru.lock);
@@ -489,6 +588,7 @@ main (void)
     cmocka_unit_test (test_dirty_fifo),
     cmocka_unit_test (test_make_clean),
     cmocka_unit_test (test_scan_resistance),
+    cmocka_unit_test (test_hot_set_survives_2x_scan),
     cmocka_unit_test (test_hits_race_eviction),
     cmocka_unit_test (test_ram_per_slot),
   };
