@@ -200,11 +200,19 @@ active_get (struct hhc_stripe *st, uint32_t slot)
 void
 active_set (struct hhc_stripe *st, uint32_t slot, uint32_t flags)
 {
-  uint32_t i;
+  active_change (st, slot, flags, ~flags);
+}
+
+void
+active_change (struct hhc_stripe *st, uint32_t slot, uint32_t set,
+               uint32_t clear)
+{
+  uint32_t i, flags;
 
   for (i = 0; i < st->nactive; i++)
     if (st->active[i].slot == slot)
       break;
+  flags = ((i < st->nactive ? st->active[i].flags : 0) & ~clear) | set;
   if (i == st->nactive)
     {
       if (flags == 0)
@@ -221,7 +229,7 @@ active_set (struct hhc_stripe *st, uint32_t slot, uint32_t flags)
       st->active[st->nactive++] = (struct hhc_active){ slot, flags };
       return;
     }
-  if ((st->active[i].flags & ~flags) != 0)
+  if ((st->active[i].flags & ~flags) != 0 && st->nwaiters > 0)
     pthread_cond_broadcast (&st->cond);
   if (flags == 0)
     st->active[i] = st->active[--st->nactive];
@@ -232,7 +240,11 @@ active_set (struct hhc_stripe *st, uint32_t slot, uint32_t flags)
 void
 stripe_wait (struct hhc_stripe *st)
 {
-  int r = pthread_cond_wait (&st->cond, &st->lock);
+  int r;
+
+  st->nwaiters++;
+  r = pthread_cond_wait (&st->cond, &st->lock);
+  st->nwaiters--;
   if (r)
     hhc_pthread_fail ("pthread_cond_wait", r);
 }

@@ -71,6 +71,7 @@ struct hhc_stripe {
   pthread_cond_t cond;  /* signalled when an active flag clears */
   struct hhc_active *active;
   uint32_t nactive, capactive;
+  uint32_t nwaiters; /* threads in stripe_wait (none: no broadcast) */
 };
 
 struct hhc_index {
@@ -107,6 +108,9 @@ void slot_set_state (struct hhc_slot *s, enum slot_state st);
 uint32_t active_get (struct hhc_stripe *st, uint32_t slot);
 /* Set flags (0 removes the entry); wakes waiters when bits clear. */
 void active_set (struct hhc_stripe *st, uint32_t slot, uint32_t flags);
+/* Set the flags in set and clear those in clear (one lookup). */
+void active_change (struct hhc_stripe *st, uint32_t slot, uint32_t set,
+                    uint32_t clear);
 /* Wait for the stripe's condition (lock held, released meanwhile). */
 void stripe_wait (struct hhc_stripe *st);
 

@@ -6,7 +6,22 @@
  *   prev:  bits 0-27 previous slot | bits 28-29 enum lru_list
  *   next:  bits 0-27 next slot     | bit 28 referenced
  *
- * Every store is atomic so that other threads may peek (tests).
+ * Every load and store is atomic: other threads may peek (tests), and
+ * a hit sets the referenced bit without the lock (lru_touch).
+ *
+ * A hit only sets "referenced", with one atomic OR and no lock, so
+ * that a hit costs no lock and no list move (CSG makes a hit cheap the
+ * same way).  The lists move later, under the lock:
+ *
+ *   cold, referenced   eviction reaches it: promoted to hot's head
+ *                      (lru_promote_locked), not evicted
+ *   hot, referenced    hot's tail is demoted: back to hot's head
+ *                      instead (balance: a second chance, CLOCK)
+ *   dirty, referenced  cleaned: to hot (lru_make_clean)
+ *
+ * Moving to another list clears the bit.  A store of the same word by
+ * a list move under the lock may drop a bit set at that moment: the
+ * block then loses its promotion, a matter of precision only.
  */
 #include <config.h>
 
@@ -66,7 +81,19 @@ list_of (const struct hhc_slot *s)
 static bool
 ref_of (const struct hhc_slot *s)
 {
-  return s->next & REF_BIT;
+  return __atomic_load_n (&s->next, __ATOMIC_RELAXED) & REF_BIT;
+}
+
+static uint32_t
+prev_of (const struct hhc_slot *s)
+{
+  return link_of (__atomic_load_n (&s->prev, __ATOMIC_RELAXED));
+}
+
+static uint32_t
+next_of (const struct hhc_slot *s)
+{
+  return link_of (__atomic_load_n (&s->next, __ATOMIC_RELAXED));
 }
 
 void
@@ -91,7 +118,7 @@ lru_unlink_locked (struct hhc_lru *lru, uint32_t slot)
 {
   struct hhc_slot *s = &lru->slots[slot];
   enum lru_list l = list_of (s);
-  uint32_t p = link_of (s->prev), n = link_of (s->next);
+  uint32_t p = prev_of (s), n = next_of (s);
 
   if (l == LRU_NONE)
     return;
@@ -140,17 +167,29 @@ push_tail (struct hhc_lru *lru, enum lru_list l, uint32_t slot, bool ref)
   lru->count[l]++;
 }
 
-/* Keep hot at most hot_ratio/(hot_ratio+1) of the clean blocks. */
+/* Second chances one balance gives at most (bounds the time under the
+ * lock; a referenced tail past them is demoted all the same).
+ */
+#define SECOND_CHANCES 8
+
+/* Keep hot at most hot_ratio/(hot_ratio+1) of the clean blocks.  A
+ * referenced tail of hot goes back to hot's head, unreferenced.
+ */
 static void
 balance (struct hhc_lru *lru)
 {
+  unsigned chances = SECOND_CHANCES;
+
   while (lru->count[LRU_HOT] > 1
          && lru->count[LRU_HOT]
                 > (uint64_t)lru->hot_ratio * (lru->count[LRU_COLD] + 1))
     {
       uint32_t t = lru->tail[LRU_HOT];
+      bool again = chances > 0 && ref_of (&lru->slots[t]);
       lru_unlink_locked (lru, t);
-      push_head (lru, LRU_COLD, t, false);
+      if (again)
+        chances--;
+      push_head (lru, again ? LRU_HOT : LRU_COLD, t, false);
     }
 }
 
@@ -176,25 +215,22 @@ void
 lru_touch (struct hhc_lru *lru, uint32_t slot)
 {
   struct hhc_slot *s = &lru->slots[slot];
-  HHC_SCOPED_LOCK (&lru->lock);
 
-  switch (list_of (s))
-    {
-    case LRU_HOT:
-      if (lru->head[LRU_HOT] == slot)
-        return;
-      /* fallthrough */
-    case LRU_COLD:
-      lru_unlink_locked (lru, slot);
-      push_head (lru, LRU_HOT, slot, false);
-      balance (lru);
-      return;
-    case LRU_DIRTY:
-      set_next (s, link_of (s->next), true);
-      return;
-    case LRU_NONE:
-      return;
-    }
+  if (list_of (s) != LRU_NONE && !ref_of (s))
+    __atomic_fetch_or (&s->next, REF_BIT, __ATOMIC_RELAXED);
+}
+
+bool
+lru_promote_locked (struct hhc_lru *lru, uint32_t slot)
+{
+  struct hhc_slot *s = &lru->slots[slot];
+
+  if (list_of (s) != LRU_COLD || !ref_of (s))
+    return false;
+  lru_unlink_locked (lru, slot);
+  push_head (lru, LRU_HOT, slot, false);
+  balance (lru);
+  return true;
 }
 
 void
@@ -265,7 +301,7 @@ lru_oldest_dirty (struct hhc_lru *lru, uint32_t *out, uint32_t n)
   while (i < n && s != HHC_NIL)
     {
       out[i++] = s;
-      s = link_of (lru->slots[s].next);
+      s = next_of (&lru->slots[s]);
     }
   return i;
 }
@@ -284,8 +320,36 @@ lru_colder_prev (struct hhc_lru *lru, uint32_t from)
   if (from == HHC_NIL)
     return lru->tail[LRU_COLD] != HHC_NIL ? lru->tail[LRU_COLD]
                                           : lru->tail[LRU_HOT];
-  uint32_t p = link_of (lru->slots[from].prev);
+  uint32_t p = prev_of (&lru->slots[from]);
   if (p == HHC_NIL && list_of (&lru->slots[from]) == LRU_COLD)
     return lru->tail[LRU_HOT];
   return p;
+}
+
+void
+lru_walk_start (struct hhc_lru *lru, struct lru_walk *w)
+{
+  w->next = lru_colder_prev (lru, HHC_NIL);
+}
+
+uint32_t
+lru_walk_victim (struct hhc_lru *lru, struct lru_walk *w)
+{
+  uint32_t s;
+
+  while ((s = w->next) != HHC_NIL)
+    {
+      struct hhc_slot *p = &lru->slots[s];
+      bool cold_head = list_of (p) == LRU_COLD && prev_of (p) == HHC_NIL;
+
+      w->next = lru_colder_prev (lru, s);
+      if (!lru_promote_locked (lru, s))
+        return s;
+      /* s was cold's last: the promotion's balance may have demoted
+       * hot's tail (w->next) to cold; start again from the coldest.
+       */
+      if (cold_head)
+        w->next = lru_colder_prev (lru, HHC_NIL);
+    }
+  return HHC_NIL;
 }

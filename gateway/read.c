@@ -153,7 +153,7 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
       *done = len;
       return r;
     }
-  active_set (st, s, active_get (st, s) | ACT_BUSY);
+  active_change (st, s, ACT_BUSY, 0);
   hhc_unlock (&st->lock);
 
   stat_add (&vol->stats.read_hits, 1);

@@ -3,7 +3,9 @@
  * vol_evict walks the clean blocks coldest first (the cold list from
  * its tail, then on into hot) under the LRU lock and frees every idle
  * one it can claim without waiting: at most n, looking at no more than
- * 4n.  Dirty blocks are on
+ * 4n.  The order and the promotions on the way are the LRU's
+ * (lru_walk_victim: a cold block hit since it entered goes to hot
+ * instead of being offered).  Dirty blocks are on
  * their own list (lru.h), so eviction never sees one.  A freed slot
  * waits on the pending list until vol_reclaim's commit makes "free"
  * durable.
@@ -50,16 +52,16 @@ uint32_t
 vol_evict (struct hhc_volume *vol, uint32_t n)
 {
   HHC_SCOPED_LOCK (&vol->lru.lock);
-  uint32_t done = 0, looked = 0;
-  uint32_t s = lru_colder_prev (&vol->lru, HHC_NIL);
+  uint32_t done = 0, looked = 0, s;
+  struct lru_walk w;
 
-  while (s != HHC_NIL && done < n && looked < 4 * n)
+  lru_walk_start (&vol->lru, &w);
+  while (done < n && looked < 4 * n
+         && (s = lru_walk_victim (&vol->lru, &w)) != HHC_NIL)
     {
-      uint32_t next = lru_colder_prev (&vol->lru, s);
       looked++;
       if (try_evict (vol, s))
         done++;
-      s = next;
     }
   stat_add (&vol->stats.evictions, done);
   return done;

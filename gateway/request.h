@@ -21,11 +21,17 @@ cache_failed (struct hhc_volume *vol)
   return cache_is_failed (&vol->cache);
 }
 
-/* A client request now (the flusher's idle test). */
+/* A client request now (the flusher's idle test, in milliseconds): the
+ * coarse clock, stored only when it moved, so that requests on several
+ * cores do not write the shared line each time.
+ */
 static inline void
 note_io (struct hhc_volume *vol)
 {
-  __atomic_store_n (&vol->last_io_ns, hhc_now_ns (), __ATOMIC_RELAXED);
+  uint64_t now = hhc_now_coarse_ns ();
+
+  if (__atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED) != now)
+    __atomic_store_n (&vol->last_io_ns, now, __ATOMIC_RELAXED);
 }
 
 /* Check a request lies inside the volume. */
@@ -57,7 +63,7 @@ wait_idle (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
 static inline void
 clear_flags (struct hhc_stripe *st, uint32_t s, uint32_t flags)
 {
-  active_set (st, s, active_get (st, s) & ~flags);
+  active_change (st, s, 0, flags);
 }
 
 /* Set a filled slot's state and put it on its list. */

@@ -424,7 +424,7 @@ vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba)
       log_forget (vol->log, key, lba);
       return 0;
     }
-  active_set (st, s, active_get (st, s) | ACT_BUSY);
+  active_change (st, s, ACT_BUSY, 0);
   hhc_unlock (&st->lock);
   r = cache_read_slot (&vol->cache, s, blk, 0, vol->bs);
   hhc_lock (&st->lock);

@@ -12,8 +12,10 @@
  *
  * Midpoint LRU: the core's index (gateway/index.c) maps block -> slot,
  * the core's LRU (gateway/lru.c, hot-ratio 2) orders the slots; a miss
- * takes a free slot or evicts the coldest clean slot, exactly as the
- * cache does (lru_colder_prev from the cold tail).  Plain LRU: a
+ * takes a free slot; when there is none it evicts a batch (the
+ * gateway's evict_batch) through the gateway's own eviction walk
+ * (lru_walk_victim: promotions of referenced cold blocks, the second
+ * chance on hot's tail, the victims).  Plain LRU: a
  * doubly linked list in this file, new and hit blocks to its head,
  * eviction from its tail.  Output: one JSON object on stdout.
  */
@@ -44,14 +46,18 @@ rng_next (uint64_t *s)
 struct mid_cache {
   struct hhc_index idx;
   struct hhc_lru lru;
-  uint32_t used; /* slots handed out so far */
+  uint32_t used;  /* slots handed out so far */
+  uint32_t batch; /* evicted per walk: the gateway's evict_batch */
+  uint32_t nfree, *freel;
 };
 
 static int
 mid_init (struct mid_cache *m, uint32_t nslots)
 {
-  m->used = 0;
-  if (index_init (&m->idx, nslots) != 0)
+  m->used = m->nfree = 0;
+  m->batch = nslots / 64 > 8 ? nslots / 64 : 8; /* gateway/open.c */
+  m->freel = malloc (sizeof (uint32_t) * m->batch);
+  if (!m->freel || index_init (&m->idx, nslots) != 0)
     return -1;
   lru_init (&m->lru, m->idx.slots, 2);
   return 0;
@@ -62,26 +68,46 @@ mid_free (struct mid_cache *m)
 {
   lru_destroy (&m->lru);
   index_free (&m->idx);
+  free (m->freel);
 }
 
-/* The slot to fill on a miss: a free one, else the coldest clean one. */
+/* Out of free slots: evict a batch as vol_evict does (the same walk,
+ * lru_walk_victim, with its promotions; here every victim is idle).
+ */
+static void
+mid_evict (struct mid_cache *m)
+{
+  struct lru_walk w;
+  uint32_t s;
+
+  pthread_mutex_lock (&m->lru.lock);
+  lru_walk_start (&m->lru, &w);
+  while (m->nfree < m->batch && (s = lru_walk_victim (&m->lru, &w)) != HHC_NIL)
+    {
+      lru_unlink_locked (&m->lru, s);
+      m->freel[m->nfree++] = s;
+    }
+  pthread_mutex_unlock (&m->lru.lock);
+  for (uint32_t i = 0; i < m->nfree; i++)
+    {
+      s = m->freel[i];
+      struct hhc_stripe *st
+          = index_stripe (&m->idx, slot_lba (&m->idx.slots[s]));
+      pthread_mutex_lock (&st->lock);
+      index_remove (&m->idx, s);
+      pthread_mutex_unlock (&st->lock);
+    }
+}
+
+/* The slot to fill on a miss: a free one, else evict a batch. */
 static uint32_t
 mid_victim (struct mid_cache *m)
 {
-  uint32_t s;
-  struct hhc_stripe *st;
-
   if (m->used < m->idx.nslots)
     return m->used++;
-  pthread_mutex_lock (&m->lru.lock);
-  s = lru_colder_prev (&m->lru, HHC_NIL);
-  lru_unlink_locked (&m->lru, s);
-  pthread_mutex_unlock (&m->lru.lock);
-  st = index_stripe (&m->idx, slot_lba (&m->idx.slots[s]));
-  pthread_mutex_lock (&st->lock);
-  index_remove (&m->idx, s);
-  pthread_mutex_unlock (&st->lock);
-  return s;
+  if (m->nfree == 0)
+    mid_evict (m);
+  return m->freel[--m->nfree];
 }
 
 /* One access; true on a hit. */

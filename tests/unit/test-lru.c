@@ -3,6 +3,7 @@
  */
 #include <config.h>
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +56,34 @@ coldest_order (struct fixture *f, uint32_t *out, uint32_t max)
   return n;
 }
 
+/* A hit that eviction then reaches while the block is cold: promoted
+ * (lru_touch only marks it; the eviction walk, lru_walk_victim, promotes).
+ */
+static void
+hit (struct fixture *f, uint32_t s)
+{
+  lru_touch (&f->lru, s);
+  pthread_mutex_lock (&f->lru.lock);
+  lru_promote_locked (&f->lru, s);
+  pthread_mutex_unlock (&f->lru.lock);
+}
+
+/* vol_evict's choice of one victim (LRU lock held): the walk's first. */
+static uint32_t
+evict_one (struct fixture *f)
+{
+  struct lru_walk w;
+
+  lru_walk_start (&f->lru, &w);
+  return lru_walk_victim (&f->lru, &w);
+}
+
+static bool
+referenced (struct fixture *f, uint32_t s)
+{
+  return __atomic_load_n (&f->idx.slots[s].next, __ATOMIC_RELAXED) & (1u << 28);
+}
+
 static void
 test_midpoint_insert (void **state)
 {
@@ -74,7 +103,7 @@ test_midpoint_insert (void **state)
   assert_int_equal (order[2], 3);
 
   /* With a hot list, a new block goes below all of hot. */
-  lru_touch (&f->lru, 2);
+  hit (f, 2);
   lru_insert_clean (&f->lru, 4);
   assert_int_equal (lru_which (&f->lru, 4), LRU_COLD);
   assert_int_equal (coldest_order (f, order, 16), 4);
@@ -95,28 +124,71 @@ test_promotion (void **state)
 
   for (uint32_t s = 0; s < 6; s++)
     lru_insert_clean (&f->lru, s);
-  lru_touch (&f->lru, 0); /* cold hit: head of hot */
+  /* Cold hit: only "referenced" (no lock, no move) ... */
+  lru_touch (&f->lru, 0);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_COLD);
+  assert_true (referenced (f, 0));
+  /* ... an unreferenced cold block is not promoted ... */
+  pthread_mutex_lock (&f->lru.lock);
+  assert_false (lru_promote_locked (&f->lru, 1));
+  /* ... and eviction reaching it promotes it to the head of hot. */
+  assert_true (lru_promote_locked (&f->lru, 0));
+  assert_false (lru_promote_locked (&f->lru, 0)); /* hot now */
+  pthread_mutex_unlock (&f->lru.lock);
   assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
   assert_int_equal (f->lru.head[LRU_HOT], 0);
-  lru_touch (&f->lru, 1);
+  assert_false (referenced (f, 0));
+  hit (f, 1);
   assert_int_equal (f->lru.head[LRU_HOT], 1);
-  lru_touch (&f->lru, 0); /* hot hit: back to the head of hot */
-  assert_int_equal (f->lru.head[LRU_HOT], 0);
-  assert_int_equal (f->lru.tail[LRU_HOT], 1);
+  /* Hot hit: only "referenced" too. */
+  lru_touch (&f->lru, 0);
+  assert_int_equal (f->lru.head[LRU_HOT], 1);
+  assert_int_equal (f->lru.tail[LRU_HOT], 0);
+  assert_true (referenced (f, 0));
   assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 4);
   /* Eviction: cold (2,3,4,5 oldest first), then hot from its tail. */
   assert_int_equal (coldest_order (f, order, 16), 6);
   assert_int_equal (order[0], 2);
   assert_int_equal (order[3], 5);
-  assert_int_equal (order[4], 1);
-  assert_int_equal (order[5], 0);
+  assert_int_equal (order[4], 0);
+  assert_int_equal (order[5], 1);
   /* Off-list slots: touch does nothing. */
   lru_remove (&f->lru, 3);
   assert_int_equal (lru_which (&f->lru, 3), LRU_NONE);
   lru_touch (&f->lru, 3);
   assert_int_equal (lru_which (&f->lru, 3), LRU_NONE);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 3);
+  fixture_free (f);
+}
+
+/* A referenced tail of hot gets a second chance when hot is demoted:
+ * back to hot's head, unreferenced; the next unreferenced tail goes.
+ */
+static void
+test_second_chance (void **state)
+{
+  struct fixture *f = fixture_new (8, 1);
+
+  for (uint32_t s = 0; s < 4; s++)
+    lru_insert_clean (&f->lru, s);
+  hit (f, 0); /* hot: 0 */
+  hit (f, 1); /* hot: 1 0 */
+  assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
+  lru_touch (&f->lru, 0); /* referenced, stays the tail */
+  assert_int_equal (f->lru.tail[LRU_HOT], 0);
+  /* Promoting 2 (hot 3 > 1 x (1 + 1)) demotes one: 0 is referenced
+   * and goes back to the head, so 1 is demoted.
+   */
+  hit (f, 2);
+  assert_int_equal (lru_which (&f->lru, 1), LRU_COLD);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
+  assert_int_equal (f->lru.head[LRU_HOT], 0);
+  assert_false (referenced (f, 0));
+  /* Promoting 3: now 2 is the unreferenced tail. */
+  hit (f, 3);
+  assert_int_equal (lru_which (&f->lru, 2), LRU_COLD);
+  assert_int_equal (lru_which (&f->lru, 0), LRU_HOT);
   fixture_free (f);
 }
 
@@ -129,8 +201,8 @@ test_colder_prev_into_hot (void **state)
 
   lru_insert_clean (&f->lru, 0);
   lru_insert_clean (&f->lru, 1);
-  lru_touch (&f->lru, 0);
-  lru_touch (&f->lru, 1);
+  hit (f, 0);
+  hit (f, 1);
   assert_int_equal (lru_count (&f->lru, LRU_HOT), 2);
   assert_int_equal (lru_count (&f->lru, LRU_COLD), 0);
   assert_int_equal (coldest_order (f, order, 8), 2);
@@ -152,7 +224,7 @@ check_balance (unsigned ratio, uint32_t n)
     for (uint32_t s = 0; s < n; s++)
       {
         uint32_t h, c;
-        lru_touch (&f->lru, s);
+        hit (f, s);
         h = lru_count (&f->lru, LRU_HOT);
         c = lru_count (&f->lru, LRU_COLD);
         assert_int_equal (h + c, n);
@@ -303,7 +375,7 @@ test_scan_resistance (void **state)
     {
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
-      s = lru_colder_prev (&f->lru, HHC_NIL);
+      s = evict_one (f);
       assert_int_not_equal (s, HHC_NIL);
       /* Never from hot while cold has blocks. */
       assert_int_equal (f->idx.slots[s].prev >> 28, LRU_COLD);
@@ -328,6 +400,170 @@ test_scan_resistance (void **state)
   fixture_free (f);
 }
 
+/* ---- a hot set against scans of 2x the cache, as the gateway runs ---- */
+
+#define WS_CAP 256
+#define WS_HOT 160 /* fits hot's share (2/3 of WS_CAP) */
+#define WS_BATCH 8
+
+struct workload {
+  struct fixture *f;
+  uint64_t block_of[WS_CAP];
+  uint32_t used, nfree, freel[WS_BATCH];
+};
+
+/* Out of free slots: one eviction walk of WS_BATCH, as vol_evict. */
+static void
+ws_evict (struct workload *w)
+{
+  struct lru_walk walk;
+  uint32_t s;
+
+  pthread_mutex_lock (&w->f->lru.lock);
+  lru_walk_start (&w->f->lru, &walk);
+  while (w->nfree < WS_BATCH
+         && (s = lru_walk_victim (&w->f->lru, &walk)) != HHC_NIL)
+    {
+      lru_unlink_locked (&w->f->lru, s);
+      w->block_of[s] = UINT64_MAX; /* evicted */
+      w->freel[w->nfree++] = s;
+    }
+  pthread_mutex_unlock (&w->f->lru.lock);
+  assert_int_equal (w->nfree, WS_BATCH);
+}
+
+/* Read block b: a hit only marks it (lru_touch); true on a hit. */
+static bool
+ws_access (struct workload *w, uint64_t b)
+{
+  uint32_t s;
+
+  for (s = 0; s < w->used; s++)
+    if (w->block_of[s] == b)
+      {
+        lru_touch (&w->f->lru, s);
+        return true;
+      }
+  if (w->used < WS_CAP)
+    s = w->used++;
+  else
+    {
+      if (w->nfree == 0)
+        ws_evict (w);
+      s = w->freel[--w->nfree];
+    }
+  w->block_of[s] = b;
+  lru_insert_clean (&w->f->lru, s);
+  return false;
+}
+
+/* A hot set read twice between scans of 2x the cache (blocks never
+ * read again), every eviction through lru_walk_victim: after the first
+ * round the whole hot set survives every scan, and it is in hot.  An
+ * eviction that does not promote the hit cold blocks loses all of it.
+ */
+static void
+test_hot_set_survives_2x_scan (void **state)
+{
+  struct workload *w = calloc (1, sizeof *w);
+  uint64_t next_scan = 1000000;
+
+  assert_non_null (w);
+  w->f = fixture_new (WS_CAP, 2);
+  for (int round = 0; round < 6; round++)
+    {
+      uint32_t misses = 0, cached = 0;
+
+      for (int twice = 0; twice < 2; twice++)
+        for (uint64_t b = 0; b < WS_HOT; b++)
+          misses += !ws_access (w, b);
+      if (round > 0)
+        assert_int_equal (misses, 0);
+      for (uint32_t k = 0; k < 2 * WS_CAP; k++)
+        ws_access (w, next_scan++);
+      for (uint32_t s = 0; s < WS_CAP; s++)
+        if (w->block_of[s] < WS_HOT)
+          {
+            cached++;
+            assert_int_equal (lru_which (&w->f->lru, s), LRU_HOT);
+          }
+      assert_int_equal (cached, WS_HOT);
+    }
+  fixture_free (w->f);
+  free (w);
+}
+
+/* ---- hits without the lock, while eviction moves the lists ---- */
+
+#define RACE_SLOTS 64
+#define RACE_HITS 200000
+
+struct race {
+  struct fixture *f;
+  unsigned seed;
+};
+
+static void *
+race_hits (void *arg)
+{
+  struct race *r = arg;
+
+  for (int i = 0; i < RACE_HITS; i++)
+    lru_touch (&r->f->lru, rand_r (&r->seed) % RACE_SLOTS);
+  return NULL;
+}
+
+/* Walk a list under the lock: its length. */
+static uint32_t
+list_length (struct fixture *f, enum lru_list l)
+{
+  uint32_t n = 0;
+
+  for (uint32_t s = f->lru.head[l]; s != HHC_NIL && n <= RACE_SLOTS;
+       s = __atomic_load_n (&f->idx.slots[s].next, __ATOMIC_RELAXED)
+           & ((1u << 28) - 1))
+    n++;
+  return n;
+}
+
+/* Two threads hit at random (lru_touch, no lock) while this one evicts
+ * and refills as vol_evict does (promote or unlink, then insert): the
+ * lists stay whole and TSan sees no race.
+ */
+static void
+test_hits_race_eviction (void **state)
+{
+  struct fixture *f = fixture_new (RACE_SLOTS, 2);
+  struct race r[2] = { { f, 1 }, { f, 2 } };
+  pthread_t t[2];
+
+  for (uint32_t s = 0; s < RACE_SLOTS; s++)
+    lru_insert_clean (&f->lru, s);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal (pthread_create (&t[i], NULL, race_hits, &r[i]), 0);
+  for (int round = 0; round < 20000; round++)
+    {
+      uint32_t s;
+      pthread_mutex_lock (&f->lru.lock);
+      s = evict_one (f);
+      if (s != HHC_NIL)
+        lru_unlink_locked (&f->lru, s);
+      pthread_mutex_unlock (&f->lru.lock);
+      if (s != HHC_NIL)
+        lru_insert_clean (&f->lru, s);
+    }
+  for (int i = 0; i < 2; i++)
+    assert_int_equal (pthread_join (t[i], NULL), 0);
+  pthread_mutex_lock (&f->lru.lock);
+  assert_int_equal (list_length (f, LRU_HOT), f->lru.count[LRU_HOT]);
+  assert_int_equal (list_length (f, LRU_COLD), f->lru.count[LRU_COLD]);
+  pthread_mutex_unlock (&f->lru.lock);
+  assert_int_equal (
+      lru_count (&f->lru, LRU_HOT) + lru_count (&f->lru, LRU_COLD), RACE_SLOTS);
+  assert_true (lru_count (&f->lru, LRU_HOT) > 0); /* hits were promoted */
+  fixture_free (f);
+}
+
 /* docs/design.md §4.3: <= 20 bytes of RAM per cached block (index + LRU). */
 static void
 test_ram_per_slot (void **state)
@@ -345,12 +581,15 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_midpoint_insert),
     cmocka_unit_test (test_promotion),
+    cmocka_unit_test (test_second_chance),
     cmocka_unit_test (test_colder_prev_into_hot),
     cmocka_unit_test (test_balance_2_1),
     cmocka_unit_test (test_balance_3_1),
     cmocka_unit_test (test_dirty_fifo),
     cmocka_unit_test (test_make_clean),
     cmocka_unit_test (test_scan_resistance),
+    cmocka_unit_test (test_hot_set_survives_2x_scan),
+    cmocka_unit_test (test_hits_race_eviction),
     cmocka_unit_test (test_ram_per_slot),
   };
   test_filter_from_env ();
