@@ -61,7 +61,8 @@ index_init (struct hhc_index *idx, uint32_t nslots)
   idx->slots = malloc ((size_t)nslots * sizeof *idx->slots);
   idx->buckets = malloc ((size_t)nslots * sizeof *idx->buckets);
   idx->stripes = calloc (ns, sizeof *idx->stripes);
-  if (!idx->slots || !idx->buckets || !idx->stripes)
+  idx->mapped = calloc (HHC_NREGIONS, sizeof *idx->mapped);
+  if (!idx->slots || !idx->buckets || !idx->stripes || !idx->mapped)
     {
       index_free (idx);
       return ENOMEM;
@@ -92,6 +93,7 @@ index_free (struct hhc_index *idx)
   free (idx->stripes);
   free (idx->slots);
   free (idx->buckets);
+  free (idx->mapped);
   memset (idx, 0, sizeof *idx);
 }
 
@@ -107,6 +109,26 @@ struct hhc_stripe *
 index_stripe (struct hhc_index *idx, uint64_t lba)
 {
   return &idx->stripes[bucket_of (idx, lba) & (idx->nstripes - 1)];
+}
+
+/* Count a slot mapped to (delta 1) or unmapped from (-1) lba. */
+static void
+count_mapped (struct hhc_index *idx, uint64_t lba, int delta)
+{
+  __atomic_fetch_add (&idx->mapped[lba >> HHC_REGION_SHIFT], (uint32_t)delta,
+                      __ATOMIC_RELAXED);
+}
+
+bool
+index_any_mapped (struct hhc_index *idx, uint64_t first, uint64_t last)
+{
+  if (first >= last)
+    return false;
+  for (uint64_t r = first >> HHC_REGION_SHIFT;
+       r <= (last - 1) >> HHC_REGION_SHIFT; r++)
+    if (__atomic_load_n (&idx->mapped[r], __ATOMIC_RELAXED) != 0)
+      return true;
+  return false;
 }
 
 uint64_t
@@ -156,6 +178,7 @@ index_insert (struct hhc_index *idx, uint32_t slot, uint64_t lba)
   store32 (&s->lba_lo, (uint32_t)lba);
   store32 (&s->hword, hw);
   *head = slot;
+  count_mapped (idx, lba, 1);
 }
 
 void
@@ -180,6 +203,7 @@ index_remove (struct hhc_index *idx, uint32_t slot)
   else
     set_hnext (&idx->slots[prev], hnext (s));
   set_hnext (s, HHC_NIL);
+  count_mapped (idx, slot_lba (s), -1);
 }
 
 void

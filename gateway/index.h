@@ -2,7 +2,8 @@
  *
  * Every cache slot has a 16-byte entry in RAM (struct hhc_slot) and
  * the hash table has one 32-bit bucket head per slot, so the index and
- * the LRU together cost 20 bytes per cached block.  Links are 28-bit
+ * the LRU together cost 20 bytes per cached block (and 64 KiB of region
+ * counters per volume, below).  Links are 28-bit
  * slot numbers; the other bits of each word hold state:
  *
  *   word    bits   meaning                       protected by
@@ -37,6 +38,12 @@
 #define HHC_MAX_SLOTS 0x0FFFFFFFu /* slots are numbered 0 .. MAX-1 */
 #define HHC_MAX_BLOCKS (UINT64_C (1) << 34)
 #define HHC_LINK_MASK 0x0FFFFFFFu
+/* The mapped slots are counted per region of 2^20 blocks (16384
+ * counters for 2^34 blocks), so that a trim of a huge range can tell
+ * cheaply that it has nothing to invalidate.
+ */
+#define HHC_REGION_SHIFT 20
+#define HHC_NREGIONS (HHC_MAX_BLOCKS >> HHC_REGION_SHIFT)
 
 /* Persisted state of a slot (metadata entry). */
 enum slot_state {
@@ -80,6 +87,7 @@ struct hhc_index {
   uint32_t *buckets; /* nslots heads */
   struct hhc_stripe *stripes;
   uint32_t nstripes; /* power of two */
+  uint32_t *mapped;  /* HHC_NREGIONS counts of mapped slots (atomic) */
 };
 
 /* Allocate for nslots (<= HHC_MAX_SLOTS): every slot free, unmapped. */
@@ -88,6 +96,11 @@ void index_free (struct hhc_index *idx);
 
 /* The stripe that guards lba. */
 struct hhc_stripe *index_stripe (struct hhc_index *idx, uint64_t lba);
+
+/* May a slot be mapped to a block of [first, last)?  Any thread; a
+ * block mapped by a request that completed before the call is seen.
+ */
+bool index_any_mapped (struct hhc_index *idx, uint64_t first, uint64_t last);
 
 /* Slot word accessors (atomic, any thread). */
 uint64_t slot_lba (const struct hhc_slot *s);

@@ -18,7 +18,11 @@
  * reads bypass the cache and writes wait for the flusher to evict.
  * Trim and zero invalidate whole blocks and pass down ("passdown");
  * they are recorded (passdown_since) so that a concurrent fill or
- * write-back of an affected block does not mark it clean.
+ * write-back of an affected block does not mark it clean.  A range of
+ * more blocks than the cache has slots is invalidated by a scan of the
+ * slots (a 64 TiB trim is 2^34 blocks); so that it cannot miss a block
+ * moving to a slot it passed, a copy-on-write does not publish while a
+ * passdown on the block runs: it retries after it (as write_miss does).
  *
  * Reads and prefetch are in read.c, the claim helpers both use in
  * request.h; durability (invariant 4), FLUSH and FUA in flush.c.
@@ -106,17 +110,25 @@ invalidate_locked (struct hhc_volume *vol, uint32_t s)
 
 /* ---- no lock held below this line ---- */
 
+/* Why a write to a cached block has to start again. */
+enum write_again {
+  AGAIN_NO,
+  AGAIN_NO_SLOT,  /* no free slot for a copy-on-write */
+  AGAIN_PASSDOWN, /* a passdown runs on the block */
+};
+
 /* A wb write to a clean block: copy-on-write into a new slot.  The
  * persisted clean entry keeps describing the old slot, whose data is
  * the backend's, until the new dirty entry is committed: so a clean
  * entry never holds data the backend lacks, and clean blocks can be
- * kept after a crash.  s is claimed BUSY; *no_slot (s released) when
- * no free slot is left: the caller waits for the flusher and retries.
+ * kept after a crash.  s is claimed BUSY; *again (s released) when
+ * no free slot is left (the caller waits for the flusher and retries)
+ * or a passdown on lba runs (the caller waits for it and retries).
  */
 static int
 write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
                  uint64_t lba, const char *buf, uint32_t off, uint32_t len,
-                 bool *no_slot)
+                 enum write_again *again)
 {
   uint32_t t = cache_alloc_slot (&vol->cache);
   HHC_CLEANUP_FREE char *blk = NULL;
@@ -135,13 +147,16 @@ write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
     r = cache_write_slot (&vol->cache, t, data, 0, vol->bs);
 
   hhc_lock (&st->lock);
-  if (t == HHC_NIL || r)
+  if (t != HHC_NIL && r == 0 && passdown_running (vol, lba))
+    *again = AGAIN_PASSDOWN; /* a slot scan may have passed t */
+  else if (t == HHC_NIL)
+    *again = AGAIN_NO_SLOT;
+  if (*again != AGAIN_NO || r)
     {
       if (t != HHC_NIL)
         cache_unalloc_slot (&vol->cache, t);
       clear_flags (st, s, ACT_BUSY);
       hhc_unlock (&st->lock);
-      *no_slot = t == HHC_NIL;
       return r;
     }
   /* The new slot takes the block's place; the old one is freed. */
@@ -167,7 +182,7 @@ write_clean_cow (struct hhc_volume *vol, struct hhc_stripe *st, uint32_t s,
 static int
 write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
            uint32_t s, uint64_t lba, const char *buf, uint32_t off,
-           uint32_t len, bool fua, bool *no_slot)
+           uint32_t len, bool fua, enum write_again *again)
 {
   bool wt = vol->conf.mode == HHC_MODE_WT;
   enum slot_state state = slot_state (&vol->idx.slots[s]);
@@ -175,7 +190,7 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
 
   stat_add (&vol->stats.write_hits, 1);
   if (!wt && state == SLOT_CLEAN)
-    return write_clean_cow (vol, st, s, lba, buf, off, len, no_slot);
+    return write_clean_cow (vol, st, s, lba, buf, off, len, again);
   /* Never FUA to the backend: a FUA that fails may drop earlier wt
    * writes as a failed flush does, and hhc_write flushes after a FUA
    * write anyway (hhc_flush, which counts a failure).
@@ -274,10 +289,15 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
           f = active_get (st, s);
           active_set (st, s, f | ACT_BUSY | (f & ACT_WB ? ACT_REDIRTY : 0));
           hhc_unlock (&st->lock);
-          bool no_slot = false;
-          r = write_hit (vol, bctx, st, s, lba, buf, off, len, fua, &no_slot);
-          if (!no_slot)
+          enum write_again again = AGAIN_NO;
+          r = write_hit (vol, bctx, st, s, lba, buf, off, len, fua, &again);
+          if (again == AGAIN_NO)
             return r;
+          if (again == AGAIN_PASSDOWN)
+            {
+              wait_passdowns (vol, lba);
+              continue;
+            }
           s = HHC_NIL; /* no free slot for the copy: wait below */
           goto stall;
         }
@@ -480,6 +500,39 @@ write_zeros (struct hhc_volume *vol, void *bctx, uint32_t n, uint64_t offset)
   return z ? hhc_write (vol, bctx, z, n, offset, false) : ENOMEM;
 }
 
+/* Invalidate blocks [first, last) (see invalidate_block); the dirty
+ * ones kept go to *kept.  A range of more blocks than the cache has
+ * slots: scan the slots for mapped ones in the range, if any (a slot
+ * that is still free may be being filled: the fill sees the running
+ * passdown and does not publish, see the design note above).
+ */
+static int
+invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
+                  bool keep, struct u64_vec *kept)
+{
+  if (last - first <= vol->idx.nslots)
+    {
+      for (uint64_t b = first; b < last; b++)
+        if (invalidate_block (vol, b, keep) && u64_vec_append (kept, b))
+          return ENOMEM;
+      return 0;
+    }
+  if (!index_any_mapped (&vol->idx, first, last))
+    return 0;
+  for (uint32_t s = 0; s < vol->idx.nslots; s++)
+    {
+      const struct hhc_slot *slot = &vol->idx.slots[s];
+      uint64_t lba;
+      if (slot_state (slot) == SLOT_FREE)
+        continue;
+      lba = slot_lba (slot);
+      if (lba >= first && lba < last && invalidate_block (vol, lba, keep)
+          && u64_vec_append (kept, lba))
+        return ENOMEM;
+    }
+  return 0;
+}
+
 /* Trim or zero: partial blocks at the edges of a zero are written
  * with zeros through the cache; whole blocks are invalidated and the
  * operation passed down.
@@ -517,9 +570,7 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
       uint64_t first = start / vol->bs;
       uint64_t last = (end + vol->bs - 1) / vol->bs;
       unsigned pd = passdown_begin (vol, first, last);
-      for (uint64_t b = first; b < last; b++)
-        if (invalidate_block (vol, b, keep) && u64_vec_append (&kept, b))
-          r = ENOMEM;
+      r = invalidate_range (vol, first, last, keep, &kept);
       if (r == 0)
         r = commit_invalidations (vol);
       if (r == 0)

@@ -85,6 +85,52 @@ test_basic (void **state)
   index_free (&idx);
 }
 
+/* Block numbers of 33 and 34 bits keep their high bits (no alias of
+ * 2^32 + x with x), and the region counts follow inserts and removes.
+ */
+static void
+test_high_lbas (void **state)
+{
+  const uint64_t top = HHC_MAX_BLOCKS - 1;
+  const uint64_t lbas[] = { 0,
+                            5,
+                            (UINT64_C (1) << 32) - 1,
+                            UINT64_C (1) << 32,
+                            (UINT64_C (1) << 32) + 5,
+                            UINT64_C (3) << 32,
+                            top - 1,
+                            top };
+  const uint32_t n = sizeof lbas / sizeof lbas[0];
+  struct hhc_index idx;
+
+  assert_int_equal (index_init (&idx, 64), 0);
+  assert_false (index_any_mapped (&idx, 0, HHC_MAX_BLOCKS));
+  for (uint32_t i = 0; i < n; i++)
+    locked_insert (&idx, i, lbas[i]);
+  for (uint32_t i = 0; i < n; i++)
+    {
+      assert_int_equal (locked_lookup (&idx, lbas[i]), i);
+      assert_true (slot_lba (&idx.slots[i]) == lbas[i]);
+    }
+  assert_int_equal (locked_lookup (&idx, (UINT64_C (1) << 33) + 5), HHC_NIL);
+  /* Regions: [0, 2^20) holds 0 and 5; the last holds top - 1 and top. */
+  assert_true (index_any_mapped (&idx, top, top + 1));
+  assert_true (index_any_mapped (&idx, 6, HHC_MAX_BLOCKS));
+  assert_false (index_any_mapped (&idx, UINT64_C (1) << 20,
+                                  (UINT64_C (1) << 32) - (1 << 20)));
+  assert_false (index_any_mapped (&idx, top, top));
+  locked_remove (&idx, n - 1, top);
+  assert_true (index_any_mapped (&idx, top, top + 1)); /* top - 1 */
+  locked_remove (&idx, n - 2, top - 1);
+  assert_false (index_any_mapped (&idx, top - (1 << 20) + 1, top + 1));
+  assert_int_equal (locked_lookup (&idx, top), HHC_NIL);
+  /* Removing 2^32 + 5 leaves 5 (same low 32 bits) in place. */
+  locked_remove (&idx, 4, (UINT64_C (1) << 32) + 5);
+  assert_int_equal (locked_lookup (&idx, 5), 1);
+  assert_int_equal (locked_lookup (&idx, (UINT64_C (1) << 32) + 5), HHC_NIL);
+  index_free (&idx);
+}
+
 /* Length of the longest hash chain. */
 static uint32_t
 longest_chain (struct hhc_index *idx)
@@ -395,6 +441,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_init),
     cmocka_unit_test (test_basic),
+    cmocka_unit_test (test_high_lbas),
     cmocka_unit_test (test_collisions),
     cmocka_unit_test (test_state_keeps_lba),
     cmocka_unit_test (test_concurrent),
