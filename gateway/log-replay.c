@@ -2,8 +2,9 @@
  * from the head hint (or the last barrier's base, if later) to the
  * last segment with the barrier flag, into the backend.  Per segment
  * first its revokes, then its blocks: last writer wins.  The headers
- * are read first into a map from LBA to where its data is (or revoked),
- * then each surviving block is read and written once.
+ * are read first into a map from LBA to where its data is (or revoked);
+ * the surviving blocks, sorted by where they are on the device, are
+ * then read in runs and written once each (log-stream.c).
  *
  * No lock: after log_open, before log_start.
  */
@@ -96,33 +97,31 @@ map_segment (struct hhc_log *log, struct mirror *m, const struct seg_info *si,
   return 0;
 }
 
-/* Every block the map holds (not revoked), read and written once. */
 static int
-replay_blocks (struct hhc_log *log, struct mirror *m, const struct rmap *map,
-               int (*write) (void *opaque, const void *buf, uint64_t lba),
-               void (*progress) (void *opaque, uint64_t done, uint64_t total),
-               void *opaque, uint64_t *totalp)
+by_off (const void *a, const void *b)
 {
-  HHC_CLEANUP_FREE char *blk = hhc_alloc_aligned (log->bs);
-  uint64_t done = 0, total = 0;
-  int r = 0;
+  uint64_t x = ((const struct replay_blk *)a)->off;
+  uint64_t y = ((const struct replay_blk *)b)->off;
 
-  if (blk == NULL)
+  return (x > y) - (x < y);
+}
+
+/* Every block the map holds (not revoked), in log order: 0 or ENOMEM. */
+static int
+surviving (const struct rmap *map, struct replay_blk **vp, size_t *np)
+{
+  struct replay_blk *v = malloc ((map->n + 1) * sizeof *v);
+  size_t n = 0;
+
+  if (v == NULL)
     return ENOMEM;
   for (size_t i = 0; i < map->cap; i++)
-    total += map->lba[i] != UINT64_MAX && map->off[i] != UINT64_MAX;
-  for (size_t i = 0; i < map->cap && r == 0; i++)
-    {
-      if (map->lba[i] == UINT64_MAX || map->off[i] == UINT64_MAX)
-        continue;
-      r = dev_pread (m->dev, blk, log->bs, map->off[i]);
-      if (r == 0)
-        r = write (opaque, blk, map->lba[i]);
-      if (r == 0 && progress && (++done % 256 == 0 || done == total))
-        progress (opaque, done, total);
-    }
-  *totalp = total;
-  return r;
+    if (map->lba[i] != UINT64_MAX && map->off[i] != UINT64_MAX)
+      v[n++] = (struct replay_blk){ map->off[i], map->lba[i] };
+  qsort (v, n, sizeof *v, by_off);
+  *vp = v;
+  *np = n;
+  return 0;
 }
 
 /* The map of the planned segments: a hash of at least twice as many
@@ -152,16 +151,72 @@ replay_map (struct hhc_log *log, struct mirror *m, const struct rplan *p,
   return r;
 }
 
+/* log_replay's sink: one block per call of the caller's write. */
+struct one_by_one {
+  int (*write) (void *opaque, const void *buf, uint64_t lba);
+  void (*progress) (void *opaque, uint64_t done, uint64_t total);
+  void *opaque;
+  uint32_t bs;
+};
+
+static int
+one_write (void *opaque, const void *buf, uint64_t lba, uint32_t n)
+{
+  struct one_by_one *o = opaque;
+  int r = 0;
+
+  for (uint32_t i = 0; i < n && r == 0; i++)
+    r = o->write (o->opaque, (const char *)buf + (size_t)i * o->bs, lba + i);
+  return r;
+}
+
+static void
+one_progress (void *opaque, uint64_t done, uint64_t total)
+{
+  struct one_by_one *o = opaque;
+
+  o->progress (o->opaque, done, total);
+}
+
 int
 log_replay (struct hhc_log *log,
             int (*write) (void *opaque, const void *buf, uint64_t lba),
             void (*progress) (void *opaque, uint64_t done, uint64_t total),
             void *opaque)
 {
-  struct mirror *m = &log->m[log->best];
+  struct one_by_one o = { write, progress, opaque, log->bs };
+  struct log_sink sink
+      = { one_write, progress ? one_progress : NULL, &o, 1, 1, 0 };
+
+  return log_replay_sink (log, &sink);
+}
+
+/* The map, its surviving blocks in log order, streamed into sink. */
+static int
+replay_run (struct hhc_log *log, struct mirror *m, const struct rplan *p,
+            const struct log_sink *sink, size_t *np, uint64_t *reads)
+{
   struct rmap map = { 0 };
+  struct replay_blk *v = NULL;
+  int r = replay_map (log, m, p, &map);
+
+  if (r == 0)
+    r = surviving (&map, &v, np);
+  free (map.lba);
+  free (map.off);
+  if (r == 0)
+    r = replay_stream (m->dev, log->bs, v, *np, sink, reads);
+  free (v);
+  return r;
+}
+
+int
+log_replay_sink (struct hhc_log *log, const struct log_sink *sink)
+{
+  struct mirror *m = &log->m[log->best];
   struct rplan p;
-  uint64_t total = 0;
+  uint64_t reads = 0;
+  size_t n = 0;
   int r;
 
   replay_plan (log, &p);
@@ -174,15 +229,12 @@ log_replay (struct hhc_log *log,
     }
   if (p.first < 0)
     return 0;
-  r = replay_map (log, m, &p, &map);
-  if (r == 0)
-    r = replay_blocks (log, m, &map, write, progress, opaque, &total);
+  r = replay_run (log, m, &p, sink, &n, &reads);
   if (r == 0)
     hhc_msg (log->msgfn, HHC_MSG_INFO,
-             "log replay: %" PRIu64 " blocks replayed", total);
+             "log replay: %zu blocks replayed in %" PRIu64 " reads of the log",
+             n, reads);
   else
     hhc_msg (log->msgfn, HHC_MSG_ERROR, "log replay failed: %s", strerror (r));
-  free (map.lba);
-  free (map.off);
   return r;
 }

@@ -118,13 +118,40 @@ void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],
                 uint8_t cache_uuid[16]);
 
 /* Replay the log into the backend through write (block-sized writes at
- * lba * block_size), calling progress(done, total) now and then.
- * Does not flush the backend.  Returns 0 or errno.
+ * lba * block_size), calling progress(done, total) now and then:
+ * log_replay_sink with one block per write and one writer thread
+ * (write is never called from the caller's thread, nor from two at
+ * once).  Does not flush the backend.  Returns 0 or errno.
  */
 int log_replay (struct hhc_log *log,
                 int (*write) (void *opaque, const void *buf, uint64_t lba),
                 void (*progress) (void *opaque, uint64_t done, uint64_t total),
                 void *opaque);
+
+/* Where log_replay_sink puts the surviving blocks. */
+struct log_sink {
+  /* Write n blocks of consecutive LBAs from lba (n * block_size bytes
+   * at buf; the last block of the volume may be partial, as the caller
+   * clips it).  Called by up to writers threads at once, never twice
+   * for one LBA; never from the thread that called log_replay_sink.
+   */
+  int (*write) (void *opaque, const void *buf, uint64_t lba, uint32_t n);
+  /* May be NULL; called from the caller's thread only. */
+  void (*progress) (void *opaque, uint64_t done, uint64_t total);
+  void *opaque;
+  unsigned writers;    /* write calls at once (0 or 1: one) */
+  uint32_t max_blocks; /* most blocks per write (0: no limit) */
+  uint32_t chunk;      /* a write never crosses a multiple of chunk
+                        * blocks (0: no such boundary) */
+};
+
+/* The same, streamed: the surviving blocks are read in log order, in
+ * requests of up to 1 MiB, and written with adjacent LBAs merged, by
+ * sink->writers threads while the log is read (docs/log.md, Replay).
+ * The first error stops it and is returned once every write in flight
+ * has returned.  Does not flush the backend.  0 or errno.
+ */
+int log_replay_sink (struct hhc_log *log, const struct log_sink *sink);
 
 /* Start the writer (after log_open, and log_replay if any) for keys
  * 0 .. nkeys-1 (cache slots).  The log is (re)paired with cache_uuid.

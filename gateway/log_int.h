@@ -14,7 +14,8 @@
  *                  seal, room for the next buffer
  *   log-open.c     open (superblocks, format), retire, free
  *   log-scan.c     the chain of segments on a mirror; inspection
- *   log-replay.c   replay into the backend
+ *   log-replay.c   replay into the backend: the surviving blocks
+ *   log-stream.c   the replay's reads of the log and writes
  *   log-mirror.c   mirror I/O and failure, superblock I/O, voiding
  *   log-index.c    the in-memory index: keys, the ring of segments,
  *                  the unlogged bitmap, deaths, the head
@@ -484,5 +485,18 @@ bool pipe_written_below (struct hhc_log *log, uint64_t seq);
 void pipe_synced (struct hhc_log *log, uint64_t seq);
 /* Wait until nothing is in flight (lock held; the writer at stop). */
 void pipe_drain (struct hhc_log *log);
+
+/* ---- log-stream.c (no lock: before log_start) ---- */
+
+/* A surviving block of a replay: its data's device offset, its LBA. */
+struct replay_blk {
+  uint64_t off, lba;
+};
+/* Read the n blocks of v (sorted by off, each LBA once) from dev in
+ * runs and write them through sink (log_replay_sink); *reads: read
+ * requests made.  0 or the first error.
+ */
+int replay_stream (struct hhc_dev *dev, uint32_t bs, const struct replay_blk *v,
+                   size_t n, const struct log_sink *sink, uint64_t *reads);
 
 #endif /* HHC_LOG_INT_H */

@@ -29,22 +29,33 @@ struct replay_ctx {
   uint64_t to_backend; /* redo: blocks written to the backend */
 };
 
+/* n blocks from lba into the backend (the last one clipped to the
+ * volume); called by several writers at once, as the flusher's
+ * workers call the backend with one context.
+ */
 static int
-replay_write (void *opaque, const void *buf, uint64_t lba)
+replay_write_n (void *opaque, const void *buf, uint64_t lba, uint32_t n)
 {
   struct replay_ctx *rc = opaque;
   struct hhc_volume *vol = rc->vol;
   uint64_t off = lba * vol->bs;
-  uint32_t len = HHC_MIN ((uint64_t)vol->bs, vol->info.size - off);
+  uint64_t len = HHC_MIN ((uint64_t)n * vol->bs, vol->info.size - off);
 
   return vol->ops->pwrite (rc->bctx, buf, len, off, false);
+}
+
+static int
+replay_write (void *opaque, const void *buf, uint64_t lba)
+{
+  return replay_write_n (opaque, buf, lba, 1);
 }
 
 /* Redo one block of the log into the cache (the restart after a crash
  * in hhc: FLUSH synced only the log): into the slot the loaded metadata
  * names for this LBA, else a free slot (persisted free: invariant 1),
  * else the backend.  The block becomes dirty; the rebase logs it again.
- * Nothing runs yet but this thread.
+ * Nothing runs yet but the replay's one writer thread (log_replay),
+ * while this one waits for it.
  */
 static int
 redo_write (void *opaque, const void *buf, uint64_t lba)
@@ -133,7 +144,17 @@ log_pressure_cb (void *opaque)
 static int
 replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
 {
-  int r = log_replay (vol->log, replay_write, replay_progress, rc);
+  struct log_sink sink = {
+    replay_write_n, replay_progress, rc, vol->conf.writeback_threads, 0, 0
+  };
+  int r;
+
+  /* Writes as the flusher cuts them (make_extents). */
+  if (vol->info.max_request >= vol->bs)
+    sink.max_blocks = vol->info.max_request / vol->bs;
+  if (vol->info.preferred_block >= vol->bs)
+    sink.chunk = vol->info.preferred_block / vol->bs;
+  r = log_replay_sink (vol->log, &sink);
 
   if (r == 0 && (r = vol->ops->flush (rc->bctx)) != 0)
     hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,

@@ -10,6 +10,12 @@
  *               while their revoked entries are still in the buffer
  *               being filled; then the SSD is lost: every LBA gets
  *               back its own data, never another's.
+ *   order       newest wins across segments, revoke then rewrite and
+ *               rewrite then revoke, blocks adjacent in the log but
+ *               not in LBA and the other way round; merged writes.
+ *   write_error a backend write fails midway: the error comes back,
+ *               the backend is not flushed, the next start replays.
+ *   read_error  the same with a read of the log failing midway.
  */
 #include <config.h>
 
@@ -330,12 +336,186 @@ test_slot_reuse (void **state)
   (void)state;
 }
 
+/* An environment that writes nothing back: only the replay reaches
+ * the backend.
+ */
+static void
+quiet_env (struct env *e, uint64_t nblocks, uint32_t nslots, uint64_t log)
+{
+  env_init (e, nblocks, nslots, 1, LOG_REGION_OFF + log);
+  e->conf.dirty_low = 90;
+  e->conf.dirty_high = 95;
+  e->conf.idle_ms = 0;
+  env_open (e);
+  membackend_fail_all (e->mb, MB_OP_WRITE, true);
+}
+
+static void
+lose_ssd (struct env *e)
+{
+  env_close (e);
+  membackend_fail_all (e->mb, MB_OP_WRITE, false);
+  membackend_clear_write_log (e->mb);
+  env_new_ssd (e);
+}
+
+static void
+write_v (struct env *e, uint64_t *expect, uint64_t lba, uint64_t v)
+{
+  env_write (e, lba, v, false);
+  expect[lba] = v;
+}
+
+/* A trim (it reaches the backend too: writes allowed meanwhile). */
+static void
+trim_one (struct env *e, uint64_t lba)
+{
+  membackend_fail_all (e->mb, MB_OP_WRITE, false);
+  assert_int_equal (hhc_trim (e->vol, &e->be, BS, lba * BS, false), 0);
+  membackend_fail_all (e->mb, MB_OP_WRITE, true);
+}
+
+#define OR_BLOCKS 512
+
+/* The replay's order rules (log-stream.c: runs in log order, writes
+ * in LBA order): an LBA rewritten in several segments gets its newest
+ * version; revoked then rewritten, the rewrite; rewritten then revoked,
+ * nothing of the log; blocks adjacent in the log but scattered in LBA
+ * and adjacent in LBA but written out of order each get their own
+ * data; and runs of LBAs go to the backend merged.
+ */
+static void
+test_order (void **state)
+{
+  struct env e;
+  uint64_t expect[OR_BLOCKS] = { 0 };
+  struct mb_extent ext[OR_BLOCKS];
+  size_t n, merged = 0;
+
+  quiet_env (&e, OR_BLOCKS, OR_BLOCKS, 4096 * KiB);
+  for (uint64_t l = 0; l < 64; l++) /* adjacent in both */
+    write_v (&e, expect, l, 1);
+  env_flush (&e);
+  for (uint64_t l = 64; l-- > 0;) /* adjacent in LBA, reversed in log */
+    if (l % 2 == 0)
+      write_v (&e, expect, l, 2);
+  env_flush (&e);
+  for (uint64_t i = 0; i < 150; i++) /* adjacent in log, not in LBA */
+    write_v (&e, expect, 100 + (i * 97) % 300, 3);
+  write_v (&e, expect, 10, 4); /* a third version, segments later */
+  trim_one (&e, 5);
+  env_flush (&e);
+  write_v (&e, expect, 5, 5); /* revoked, then rewritten */
+  write_v (&e, expect, 7, 5);
+  env_flush (&e);
+  trim_one (&e, 7);
+  env_flush (&e);
+  lose_ssd (&e);
+  env_open (&e);
+  expect[7] = UINT64_MAX; /* checked below */
+  for (uint64_t l = 0; l < OR_BLOCKS; l++)
+    if (l != 7 && !backend_has (&e, l, expect[l]))
+      fail_msg ("block %llu: version %lld, expected %llu",
+                (unsigned long long)l, (long long)backend_version (&e, l),
+                (unsigned long long)expect[l]);
+  assert_false (backend_has (&e, 7, 5));
+  assert_false (backend_has (&e, 7, 1));
+  /* LBAs 11-63 come from two segments in the log's first MiB, so from
+   * one run: one write (10's newest version, 7's revoke and 5's may be
+   * in the next run).
+   */
+  n = membackend_write_log (e.mb, ext, OR_BLOCKS);
+  for (size_t i = 0; i < n; i++)
+    merged = HHC_MAX (merged, (size_t)ext[i].count / BS);
+  if (getenv ("HHC_TEST_VERBOSE"))
+    fprintf (stderr, "%zu writes, the longest %zu blocks\n", n, merged);
+  assert_true (n < 64 + 150);
+  assert_true (merged >= 53);
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
+/* ---- errors: mid-replay, then a retry from the same log ---- */
+
+#define ER_BLOCKS 4096
+#define ER_LIVE 2048 /* 8 MiB: more runs than buffers */
+
+struct fail_at {
+  struct env *e;
+  uint64_t writes; /* atomic */
+  bool log_read;   /* fail the log's reads, else the backend's writes */
+};
+
+static void
+fail_hook (void *opaque, uint64_t offset, uint32_t count)
+{
+  struct fail_at *f = opaque;
+
+  if (__atomic_add_fetch (&f->writes, 1, __ATOMIC_ACQ_REL) != 3)
+    return;
+  if (f->log_read)
+    __atomic_store_n (&to_pdev (f->e->logs[0].pd)->failing, true,
+                      __ATOMIC_RELEASE);
+  else
+    membackend_fail_all (f->e->mb, MB_OP_WRITE, true);
+  (void)offset;
+  (void)count;
+}
+
+/* A replay that fails midway (a backend write, or a read of the log)
+ * returns the error and starts nothing: no flush of the backend, and
+ * the next start replays again, to the full state.
+ */
+static void
+replay_error (bool log_read)
+{
+  struct env e;
+  static uint64_t expect[ER_BLOCKS];
+  struct fail_at f = { &e, 0, log_read };
+  uint64_t flushes;
+
+  memset (expect, 0, sizeof expect);
+  quiet_env (&e, ER_BLOCKS, ER_LIVE + 256, 16 * 1024 * KiB);
+  for (uint64_t i = 0; i < ER_LIVE; i++)
+    write_v (&e, expect, (i * 1237) % ER_BLOCKS, 1);
+  env_flush (&e);
+  lose_ssd (&e);
+  membackend_set_hook (e.mb, MB_OP_WRITE, fail_hook, &f);
+  flushes = membackend_count (e.mb, MB_FLUSHES);
+  assert_int_not_equal (env_try_open (&e), 0);
+  assert_int_equal (membackend_count (e.mb, MB_FLUSHES), flushes);
+  assert_true (f.writes >= 3);
+  membackend_set_hook (e.mb, MB_OP_WRITE, NULL, NULL);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  pdev_heal (e.logs[0].pd);
+  env_open (&e);
+  check_backend_state (&e, expect, "replayed again after an error");
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_write_error (void **state)
+{
+  replay_error (false);
+  (void)state;
+}
+
+static void
+test_read_error (void **state)
+{
+  replay_error (true);
+  (void)state;
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_torn_tail),
-    cmocka_unit_test (test_slot_reuse),
+    cmocka_unit_test (test_torn_tail),  cmocka_unit_test (test_slot_reuse),
+    cmocka_unit_test (test_order),      cmocka_unit_test (test_write_error),
+    cmocka_unit_test (test_read_error),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
