@@ -119,6 +119,16 @@ count_mapped (struct hhc_index *idx, uint64_t lba, int delta)
                       __ATOMIC_RELAXED);
 }
 
+void
+index_stripe_barrier (struct hhc_index *idx)
+{
+  for (uint32_t i = 0; i < idx->nstripes; i++)
+    {
+      hhc_lock (&idx->stripes[i].lock);
+      hhc_unlock (&idx->stripes[i].lock);
+    }
+}
+
 bool
 index_any_mapped (struct hhc_index *idx, uint64_t first, uint64_t last)
 {

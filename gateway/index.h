@@ -97,6 +97,12 @@ void index_free (struct hhc_index *idx);
 /* The stripe that guards lba. */
 struct hhc_stripe *index_stripe (struct hhc_index *idx, uint64_t lba);
 
+/* Take and release every stripe lock: whoever held one at the call
+ * has left it, and whoever takes one later sees what the caller did
+ * before the call.
+ */
+void index_stripe_barrier (struct hhc_index *idx);
+
 /* May a slot be mapped to a block of [first, last)?  Any thread; a
  * block mapped by a request that completed before the call is seen.
  */

@@ -504,7 +504,10 @@ write_zeros (struct hhc_volume *vol, void *bctx, uint32_t n, uint64_t offset)
  * ones kept go to *kept.  A range of more blocks than the cache has
  * slots: scan the slots for mapped ones in the range, if any (a slot
  * that is still free may be being filled: the fill sees the running
- * passdown and does not publish, see the design note above).
+ * passdown and does not publish, see the design note above).  The
+ * passdown is running: first wait out every copy-on-write that checked
+ * before it began (the check and the move are under one stripe lock),
+ * else the scan could miss its new slot and the counts its block.
  */
 static int
 invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
@@ -517,6 +520,7 @@ invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
           return ENOMEM;
       return 0;
     }
+  index_stripe_barrier (&vol->idx);
   if (!index_any_mapped (&vol->idx, first, last))
     return 0;
   for (uint32_t s = 0; s < vol->idx.nslots; s++)
