@@ -16,6 +16,9 @@
  *   write_error a backend write fails midway: the error comes back,
  *               the backend is not flushed, the next start replays.
  *   read_error  the same with a read of the log failing midway.
+ *   max_request a backend's largest request (below a block, or not a
+ *               multiple of one) cuts the replay's writes as the
+ *               flusher's.
  */
 #include <config.h>
 
@@ -436,6 +439,45 @@ test_order (void **state)
   (void)state;
 }
 
+/* A backend whose largest request is smaller than a block (or not a
+ * multiple of it) gets writes cut as the flusher cuts them
+ * (make_extents): one block, or as many as fit, never a merged run.
+ */
+static void
+max_request_cut (uint32_t max_request, uint32_t expect_max)
+{
+  struct env e;
+  uint64_t expect[OR_BLOCKS] = { 0 };
+  struct mb_extent ext[OR_BLOCKS];
+  size_t n;
+
+  quiet_env (&e, OR_BLOCKS, OR_BLOCKS, 4096 * KiB);
+  for (uint64_t l = 0; l < 64; l++)
+    write_v (&e, expect, l, 1);
+  env_flush (&e);
+  lose_ssd (&e);
+  e.info.max_request = max_request;
+  env_open (&e);
+  for (uint64_t l = 0; l < 64; l++)
+    assert_true (backend_has (&e, l, 1));
+  n = membackend_write_log (e.mb, ext, OR_BLOCKS);
+  assert_true (n > 0 && n <= OR_BLOCKS);
+  for (size_t i = 0; i < n; i++)
+    if (ext[i].count > expect_max)
+      fail_msg ("a replay write of %u bytes, the backend takes %u",
+                ext[i].count, max_request);
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_max_request (void **state)
+{
+  max_request_cut (BS / 2, BS);
+  max_request_cut (3 * BS + 100, 3 * BS);
+  (void)state;
+}
+
 /* ---- errors: mid-replay, then a retry from the same log ---- */
 
 #define ER_BLOCKS 4096
@@ -515,7 +557,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_torn_tail),  cmocka_unit_test (test_slot_reuse),
     cmocka_unit_test (test_order),      cmocka_unit_test (test_write_error),
-    cmocka_unit_test (test_read_error),
+    cmocka_unit_test (test_read_error), cmocka_unit_test (test_max_request),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
