@@ -13,9 +13,13 @@
 #include "common.h"
 #include "log_int.h"
 
-/* LBA -> device offset of its data (UINT64_MAX: revoked). */
+/* LBA -> device offset of its data (off UINT64_MAX: revoked; lba
+ * UINT64_MAX: a free slot).  Slots are the stream's replay_blk, so the
+ * surviving blocks are compacted in place (no second array at the
+ * peak: 16 bytes a slot, 2-4 slots an entry of the plan).
+ */
 struct rmap {
-  uint64_t *lba, *off;
+  struct replay_blk *e;
   size_t cap, n;
 };
 
@@ -24,15 +28,15 @@ rmap_slot (struct rmap *m, uint64_t lba)
 {
   size_t i = hhc_hash64 (lba) & (m->cap - 1);
 
-  while (m->lba[i] != UINT64_MAX && m->lba[i] != lba)
+  while (m->e[i].lba != UINT64_MAX && m->e[i].lba != lba)
     i = (i + 1) & (m->cap - 1);
-  if (m->lba[i] == UINT64_MAX)
+  if (m->e[i].lba == UINT64_MAX)
     {
-      m->lba[i] = lba;
-      m->off[i] = UINT64_MAX;
+      m->e[i].lba = lba;
+      m->e[i].off = UINT64_MAX;
       m->n++;
     }
-  return &m->off[i];
+  return &m->e[i].off;
 }
 
 /* The segments to replay: scan indexes first..last (-1: none), how
@@ -106,22 +110,24 @@ by_off (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Every block the map holds (not revoked), in log order: 0 or ENOMEM. */
-static int
-surviving (const struct rmap *map, struct replay_blk **vp, size_t *np)
+/* Every block the map holds (not revoked), in log order: the map's
+ * array, compacted (the map is gone after).
+ */
+static void
+surviving (struct rmap *map, struct replay_blk **vp, size_t *np)
 {
-  struct replay_blk *v = malloc ((map->n + 1) * sizeof *v);
+  struct replay_blk *v = map->e, *small;
   size_t n = 0;
 
-  if (v == NULL)
-    return ENOMEM;
   for (size_t i = 0; i < map->cap; i++)
-    if (map->lba[i] != UINT64_MAX && map->off[i] != UINT64_MAX)
-      v[n++] = (struct replay_blk){ map->off[i], map->lba[i] };
+    if (v[i].lba != UINT64_MAX && v[i].off != UINT64_MAX)
+      v[n++] = v[i];
+  map->e = NULL;
+  if ((small = realloc (v, (n + 1) * sizeof *v)) != NULL)
+    v = small;
   qsort (v, n, sizeof *v, by_off);
   *vp = v;
   *np = n;
-  return 0;
 }
 
 /* The map of the planned segments: a hash of at least twice as many
@@ -137,11 +143,10 @@ replay_map (struct hhc_log *log, struct mirror *m, const struct rplan *p,
   map->cap = 16;
   while (map->cap < 2 * p->entries + 16)
     map->cap *= 2;
-  map->lba = malloc (map->cap * 8);
-  map->off = malloc (map->cap * 8);
-  if (!map->lba || !map->off || !hdr)
+  map->e = malloc (map->cap * sizeof *map->e);
+  if (!map->e || !hdr)
     return ENOMEM;
-  memset (map->lba, 0xff, map->cap * 8);
+  memset (map->e, 0xff, map->cap * sizeof *map->e);
   hhc_msg (log->msgfn, HHC_MSG_INFO,
            "log replay: segments %" PRIu64 " to %" PRIu64 " from %s",
            log->scan.segs.ptr[p->first].seq, log->scan.segs.ptr[p->last].seq,
@@ -201,9 +206,8 @@ replay_run (struct hhc_log *log, struct mirror *m, const struct rplan *p,
   int r = replay_map (log, m, p, &map);
 
   if (r == 0)
-    r = surviving (&map, &v, np);
-  free (map.lba);
-  free (map.off);
+    surviving (&map, &v, np);
+  free (map.e);
   if (r == 0)
     r = replay_stream (m->dev, log->bs, v, *np, sink, reads);
   free (v);

@@ -20,8 +20,9 @@
  * sink once per range of consecutive LBAs.  With writers + 2 buffers
  * the reader stays a run ahead of every writer.  Each LBA is in one
  * run only (the map kept its newest version), so the writes may run in
- * any order.  The first error (a read or a write) is kept; the reader
- * stops, the writers drop what is queued, and it is returned once all
+ * any order.  A run whose read fails is read again without its dead
+ * bytes (read_live).  The first error (a read or a write) is kept; the
+ * reader stops, the writers drop what is queued, and it is returned once all
  * have joined.
  *
  * s->lock protects the queues, eof, err and done; buffers are touched
@@ -205,6 +206,27 @@ queue_full (struct stream *s, struct rbuf *rb)
   hhc_unlock (&s->lock);
 }
 
+/* A run whose read failed, again without its dead bytes: each range
+ * of adjacent live blocks on its own.  A dead byte read through may be
+ * unreadable (free space past the tail, which the scan never read,
+ * where the crash may have torn a write) and holds nothing we need.
+ */
+static int
+read_live (struct stream *s, struct rbuf *rb, uint64_t off)
+{
+  int r = 0;
+
+  for (uint32_t i = 0, e; i < rb->n && r == 0; i = e)
+    {
+      for (e = i + 1; e < rb->n; e++)
+        if (rb->b[e].off != rb->b[e - 1].off + s->bs)
+          break;
+      r = dev_pread (s->dev, rb->data + rb->b[i].off,
+                     (size_t)(e - i) * s->bs, off + rb->b[i].off);
+    }
+  return r;
+}
+
 /* The reader: every run read and queued, or an error. */
 static void
 read_runs (struct stream *s, const struct replay_blk *v, size_t n,
@@ -220,7 +242,10 @@ read_runs (struct stream *s, const struct replay_blk *v, size_t n,
         break;
       fill_run (s, v, n, &i, rb, &off, &len);
       (*reads)++;
-      if ((r = dev_pread (s->dev, rb->data, len, off)) != 0)
+      r = dev_pread (s->dev, rb->data, len, off);
+      if (r && len > (size_t)rb->n * s->bs)
+        r = read_live (s, rb, off);
+      if (r)
         {
           hhc_lock (&s->lock);
           if (s->err == 0)

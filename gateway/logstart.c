@@ -149,9 +149,11 @@ replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
   };
   int r;
 
-  /* Writes as the flusher cuts them (make_extents). */
-  if (vol->info.max_request >= vol->bs)
-    sink.max_blocks = vol->info.max_request / vol->bs;
+  /* Writes as the flusher cuts them (make_extents): a maximum below
+   * a block still gets one block per write, not a merged run.
+   */
+  if (vol->info.max_request)
+    sink.max_blocks = HHC_MAX (vol->info.max_request / vol->bs, 1u);
   if (vol->info.preferred_block >= vol->bs)
     sink.chunk = vol->info.preferred_block / vol->bs;
   r = log_replay_sink (vol->log, &sink);

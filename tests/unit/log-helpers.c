@@ -187,7 +187,9 @@ pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
   struct pdev *p = to_pdev (d);
   int r;
 
-  if (pd_failing (p))
+  if (pd_failing (p)
+      || (p->bad_len && off < p->bad_off + p->bad_len
+          && p->bad_off < off + len))
     return EIO;
   power_enter (p->pw, 0);
   r = dev_pread (p->inner, buf, len, off);

@@ -116,6 +116,7 @@ struct pdev {
   uint64_t writes;     /* atomic */
   uint64_t fail_after; /* atomic: writes that succeed before it fails */
   bool failing;        /* atomic: every call fails with EIO */
+  uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
   unsigned sync_delay_us;
 };
 

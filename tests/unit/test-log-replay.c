@@ -16,6 +16,11 @@
  *   write_error a backend write fails midway: the error comes back,
  *               the backend is not flushed, the next start replays.
  *   read_error  the same with a read of the log failing midway.
+ *   max_request a backend's largest request (below a block, or not a
+ *               multiple of one) cuts the replay's writes as the
+ *               flusher's.
+ *   dead_bad_sector  an unreadable sector in dead bytes a run reads
+ *               through does not fail the replay.
  */
 #include <config.h>
 
@@ -436,6 +441,45 @@ test_order (void **state)
   (void)state;
 }
 
+/* A backend whose largest request is smaller than a block (or not a
+ * multiple of it) gets writes cut as the flusher cuts them
+ * (make_extents): one block, or as many as fit, never a merged run.
+ */
+static void
+max_request_cut (uint32_t max_request, uint32_t expect_max)
+{
+  struct env e;
+  uint64_t expect[OR_BLOCKS] = { 0 };
+  struct mb_extent ext[OR_BLOCKS];
+  size_t n;
+
+  quiet_env (&e, OR_BLOCKS, OR_BLOCKS, 4096 * KiB);
+  for (uint64_t l = 0; l < 64; l++)
+    write_v (&e, expect, l, 1);
+  env_flush (&e);
+  lose_ssd (&e);
+  e.info.max_request = max_request;
+  env_open (&e);
+  for (uint64_t l = 0; l < 64; l++)
+    assert_true (backend_has (&e, l, 1));
+  n = membackend_write_log (e.mb, ext, OR_BLOCKS);
+  assert_true (n > 0 && n <= OR_BLOCKS);
+  for (size_t i = 0; i < n; i++)
+    if (ext[i].count > expect_max)
+      fail_msg ("a replay write of %u bytes, the backend takes %u",
+                ext[i].count, max_request);
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_max_request (void **state)
+{
+  max_request_cut (BS / 2, BS);
+  max_request_cut (3 * BS + 100, 3 * BS);
+  (void)state;
+}
+
 /* ---- errors: mid-replay, then a retry from the same log ---- */
 
 #define ER_BLOCKS 4096
@@ -509,13 +553,66 @@ test_read_error (void **state)
   (void)state;
 }
 
+/* A run reads through dead bytes (a superseded block, or on a
+ * wrapped log the free space past the tail, which the scan never reads
+ * and where a write torn by the crash may have left an unreadable
+ * sector).  An unreadable sector there holds nothing the replay needs:
+ * the replay reads the run's live blocks on their own and goes on.
+ */
+static void
+test_dead_bad_sector (void **state)
+{
+  struct env e;
+  uint64_t expect[OR_BLOCKS] = { 0 };
+  struct seg_desc segs[64];
+  size_t nseg;
+  struct pdev *pd;
+  int r;
+
+  quiet_env (&e, OR_BLOCKS, OR_BLOCKS, 4096 * KiB);
+  for (uint64_t l = 0; l < 16; l++)
+    write_v (&e, expect, l, 1);
+  env_flush (&e);
+  for (uint64_t l = 4; l < 8; l++) /* 4-7 of the first segment die */
+    write_v (&e, expect, l, 2);
+  env_flush (&e);
+  lose_ssd (&e);
+  nseg = parse_segments (e.logs[0].cd, segs, 64);
+  size_t i = 0;
+  while (i < nseg && segs[i].nblocks != 16)
+    i++;
+  assert_true (i < nseg);
+  /* Opened (the scan read it all), then the sector of the dead LBA 5
+   * goes bad before the replay reads it.
+   */
+  assert_int_equal (hhc_open (&e.conf, &e.pre, &pbe_ops, &e.info, &e.vol), 0);
+  pd = to_pdev (e.logs[0].pd);
+  pd->bad_off = segs[i].off + segs[i].hdr_len + 5 * BS;
+  pd->bad_len = 512;
+  r = hhc_start (e.vol, &e.be);
+  pd->bad_len = 0;
+  if (r)
+    {
+      hhc_close (e.vol);
+      e.vol = NULL;
+      env_free (&e);
+      fail_msg ("replay failed (%s) on an unreadable dead block",
+                strerror (r));
+    }
+  check_backend_state (&e, expect, "a bad sector in dead bytes");
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_torn_tail),  cmocka_unit_test (test_slot_reuse),
     cmocka_unit_test (test_order),      cmocka_unit_test (test_write_error),
-    cmocka_unit_test (test_read_error),
+    cmocka_unit_test (test_read_error), cmocka_unit_test (test_max_request),
+    cmocka_unit_test (test_dead_bad_sector),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
