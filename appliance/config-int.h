@@ -45,6 +45,11 @@ struct ctx {
   struct claims claims;
   struct gw_config *cfg;               /* being filled */
   const struct gw_extra_volume *extra; /* gw_config_load_extra's, or NULL */
+  /* config-encryption.c: nbdkit's luks filter found (1), not (-1), not
+   * asked yet (0); what is missing.
+   */
+  int luks_filter;
+  char luks_why[4200];
 };
 
 /* A value being validated: its position node and its path. */
@@ -164,6 +169,9 @@ int cfg_read_voldir (struct ctx *c);
 /* config-backend.c: volume i's "backend": {"type": ..., its keys}. */
 int cfg_parse_backend (struct ctx *c, const struct at *vo, size_t i,
                        struct gw_volume *v);
+/* config-encryption.c: "encryption": {"passphrase_file": FILE}. */
+int cfg_parse_encryption (struct ctx *c, const struct at *vo,
+                          struct gw_volume *v);
 /* config-tuning.c: "tuning": {"block-size": "4K", ...}. */
 int cfg_parse_tuning (struct ctx *c, const struct at *vo, struct gw_volume *v);
 

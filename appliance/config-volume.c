@@ -154,9 +154,9 @@ int
 cfg_parse_volume (struct ctx *c, const struct at *vo, size_t i)
 {
   static const char *const keys[]
-      = { "name",          "backend",  "cache", "cache_size",
-          "log",           "log_size", "mode",  "backend_id",
-          "drain_on_stop", "tuning",   NULL };
+      = { "name",          "backend",  "cache",      "cache_size",
+          "log",           "log_size", "mode",       "backend_id",
+          "drain_on_stop", "tuning",   "encryption", NULL };
   struct gw_volume *v = &c->cfg->volumes[i];
 
   if (!json_is_object (vo->v))
@@ -168,6 +168,7 @@ cfg_parse_volume (struct ctx *c, const struct at *vo, size_t i)
       || cfg_get_string (c, vo, "backend_id", false, &v->backend_id, NULL) == -1
       || cfg_get_bool (c, vo, "drain_on_stop", &v->drain_on_stop) == -1
       || cfg_parse_tuning (c, vo, v) == -1
+      || cfg_parse_encryption (c, vo, v) == -1
       || check_new_cache_id (c, vo, v) == -1)
     return -1;
   return 0;

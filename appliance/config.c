@@ -90,6 +90,12 @@
  *                                                 log, else wb)
  *     .backend_id          S         none
  *     .drain_on_stop       B         false
+ *     .encryption          object    none         nbdkit's luks filter
+ *                                                 above hhc; installed (*)
+ *       .passphrase_file   S         required     an absolute path; a
+ *                                                 regular, non-empty,
+ *                                                 readable file, mode
+ *                                                 o-rwx (*)
  *     .tuning              object    none         filter parameters:
  *       block-size         SIZE      (4K)         power of 2, 512..1M
  *       segment-size       SIZE      (1M)         power of 2, 64K..64M
@@ -120,7 +126,7 @@
  * Files: config.c (this table, the entry points), config-scan.c (the
  * position scanner), config-value.c (the cursor, messages and typed
  * members), config-global.c, config-volume.c, config-backend.c and
- * config-tuning.c (the keys), config-voldir.c (volumes_dir),
+ * config-tuning.c and config-encryption.c (the keys), config-voldir.c (volumes_dir),
  * config-file.c (reading a file, jansson's syntax errors),
  * config-int.h (what they share).
  *
@@ -242,11 +248,11 @@ static void
 free_volume (struct gw_volume *v)
 {
   char **strings[]
-      = { &v->name,        &v->source,    &v->path,      &v->uri,
-          &v->endpoint,    &v->bucket,    &v->prefix,    &v->region,
-          &v->credentials, &v->size,      &v->ca_file,   &v->url,
-          &v->chap_file,   &v->initiator, &v->cache,     &v->cache_size,
-          &v->log_size,    &v->mode,      &v->backend_id };
+      = { &v->name,        &v->source,    &v->path,       &v->uri,
+          &v->endpoint,    &v->bucket,    &v->prefix,     &v->region,
+          &v->credentials, &v->size,      &v->ca_file,    &v->url,
+          &v->chap_file,   &v->initiator, &v->cache,      &v->cache_size,
+          &v->log_size,    &v->mode,      &v->backend_id, &v->passphrase_file };
 
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     free (*strings[i]);
@@ -296,16 +302,18 @@ str_eq (const char *a, const char *b)
 bool
 gw_volume_equal (const struct gw_volume *a, const struct gw_volume *b)
 {
-  const char *const sa[]
-      = { a->name,     a->path,      a->uri,         a->endpoint, a->bucket,
-          a->prefix,   a->region,    a->credentials, a->size,     a->ca_file,
-          a->url,      a->chap_file, a->initiator,   a->cache,    a->cache_size,
-          a->log_size, a->mode,      a->backend_id };
-  const char *const sb[]
-      = { b->name,     b->path,      b->uri,         b->endpoint, b->bucket,
-          b->prefix,   b->region,    b->credentials, b->size,     b->ca_file,
-          b->url,      b->chap_file, b->initiator,   b->cache,    b->cache_size,
-          b->log_size, b->mode,      b->backend_id };
+  const char *const sa[] = {
+    a->name,     a->path,      a->uri,         a->endpoint,       a->bucket,
+    a->prefix,   a->region,    a->credentials, a->size,           a->ca_file,
+    a->url,      a->chap_file, a->initiator,   a->cache,          a->cache_size,
+    a->log_size, a->mode,      a->backend_id,  a->passphrase_file
+  };
+  const char *const sb[] = {
+    b->name,     b->path,      b->uri,         b->endpoint,       b->bucket,
+    b->prefix,   b->region,    b->credentials, b->size,           b->ca_file,
+    b->url,      b->chap_file, b->initiator,   b->cache,          b->cache_size,
+    b->log_size, b->mode,      b->backend_id,  b->passphrase_file
+  };
 
   if (a->type != b->type || a->tls_verify != b->tls_verify
       || a->drain_on_stop != b->drain_on_stop || a->nlogs != b->nlogs

@@ -1,8 +1,11 @@
 /* hhc-gateway's nbdkit command lines: a volume's (the hhc filter over
- * its backend plugin) and the front's (nbdkit-hhcroute-plugin), and
- * starting them.  Secrets (S3 keys, CHAP password) are read from their
- * files at each start and passed through pipes (key=-FD), never on a
- * command line.
+ * its backend plugin, under nbdkit's luks filter with "encryption")
+ * and the front's (nbdkit-hhcroute-plugin), and starting them.
+ * Secrets (S3 keys, CHAP password) are read from their files at each
+ * start and passed through pipes (key=-FD), never on a command line;
+ * the luks filter reads its passphrase file itself (passphrase=+FILE:
+ * only the path is on the command line, and the gateway never holds
+ * the key).
  */
 #include <config.h>
 
@@ -217,9 +220,13 @@ volume_args (struct argv *v, const struct gw_volume *vo)
   arg (v, "--exit-with-parent");
   arg (v, "-U");
   arg (v, "%s", sock);
+  if (vo->passphrase_file)
+    arg (v, "--filter=luks");
   arg (v, "--filter=%s", cfg.filter);
   if (backend_args (v, vo) == -1)
     return -1;
+  if (vo->passphrase_file)
+    arg (v, "passphrase=+%s", vo->passphrase_file);
   arg (v, "cache=%s", vo->cache);
   if (vo->cache_size)
     arg (v, "cache-size=%s", vo->cache_size);

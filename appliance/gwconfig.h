@@ -62,6 +62,10 @@ struct gw_volume {
   char *mode;       /* optional: pt wt wb wbflush hhc */
   char *backend_id; /* optional */
   bool drain_on_stop;
+  /* "encryption": {"passphrase_file": FILE}: nbdkit's luks filter above
+   * hhc, its passphrase read by nbdkit from FILE (NULL: none).
+   */
+  char *passphrase_file;
   struct gw_kv tuning[GW_MAX_TUNING];
   unsigned ntuning;
 };
