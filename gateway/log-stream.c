@@ -221,8 +221,8 @@ read_live (struct stream *s, struct rbuf *rb, uint64_t off)
       for (e = i + 1; e < rb->n; e++)
         if (rb->b[e].off != rb->b[e - 1].off + s->bs)
           break;
-      r = dev_pread (s->dev, rb->data + rb->b[i].off,
-                     (size_t)(e - i) * s->bs, off + rb->b[i].off);
+      r = dev_pread (s->dev, rb->data + rb->b[i].off, (size_t)(e - i) * s->bs,
+                     off + rb->b[i].off);
     }
   return r;
 }

@@ -113,9 +113,9 @@ struct pdev {
   struct hhc_dev dev; /* first: the volume sees this */
   struct hhc_dev *inner;
   struct power *pw;
-  uint64_t writes;     /* atomic */
-  uint64_t fail_after; /* atomic: writes that succeed before it fails */
-  bool failing;        /* atomic: every call fails with EIO */
+  uint64_t writes;           /* atomic */
+  uint64_t fail_after;       /* atomic: writes that succeed before it fails */
+  bool failing;              /* atomic: every call fails with EIO */
   uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
   unsigned sync_delay_us;
 };

@@ -596,8 +596,7 @@ test_dead_bad_sector (void **state)
       hhc_close (e.vol);
       e.vol = NULL;
       env_free (&e);
-      fail_msg ("replay failed (%s) on an unreadable dead block",
-                strerror (r));
+      fail_msg ("replay failed (%s) on an unreadable dead block", strerror (r));
     }
   check_backend_state (&e, expect, "a bad sector in dead bytes");
   env_close (&e);
@@ -609,9 +608,12 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_torn_tail),  cmocka_unit_test (test_slot_reuse),
-    cmocka_unit_test (test_order),      cmocka_unit_test (test_write_error),
-    cmocka_unit_test (test_read_error), cmocka_unit_test (test_max_request),
+    cmocka_unit_test (test_torn_tail),
+    cmocka_unit_test (test_slot_reuse),
+    cmocka_unit_test (test_order),
+    cmocka_unit_test (test_write_error),
+    cmocka_unit_test (test_read_error),
+    cmocka_unit_test (test_max_request),
     cmocka_unit_test (test_dead_bad_sector),
   };
   test_filter_from_env ();
