@@ -62,6 +62,7 @@
 #include "lru.h"
 #include "passdown.h"
 #include "preopen.h"
+#include "seqcut.h"
 #include "stats.h"
 
 struct hhc_volume {
@@ -137,6 +138,7 @@ struct hhc_volume {
   bool flusher_on; /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
+  struct hhc_seqcut seqcut; /* seq-cutoff: the stream table */
   bool started;
 };
 
