@@ -31,28 +31,28 @@ seqcut_destroy (struct hhc_seqcut *sc)
 
 /* ---- sc->lock held below this line ---- */
 
-/* The stream a request at offset continues, else the entry to reuse
- * (an unused one, or the least recently used); *hit says which.
+/* The stream a request at offset continues (the longest, if several
+ * expect it there: a short one that ended where a long one now goes),
+ * else the entry to reuse (an unused one, or the least recently used);
+ * *hit says which.
  */
 static struct seqcut_stream *
 find_stream (struct hhc_seqcut *sc, uint64_t offset, bool write, bool *hit)
 {
-  struct seqcut_stream *victim = NULL;
+  struct seqcut_stream *victim = NULL, *match = NULL;
 
   for (unsigned i = 0; i < SEQCUT_STREAMS; i++)
     {
       struct seqcut_stream *e = &sc->stream[i];
-      if (e->len > 0 && e->next == offset && e->write == write)
-        {
-          *hit = true;
-          return e;
-        }
+      if (e->len > 0 && e->next == offset && e->write == write
+          && (match == NULL || e->len > match->len))
+        match = e;
       if (victim == NULL
           || (victim->len > 0 && (e->len == 0 || e->used < victim->used)))
         victim = e;
     }
-  *hit = false;
-  return victim;
+  *hit = match != NULL;
+  return match ? match : victim;
 }
 
 /* ---- no lock held below this line ---- */
