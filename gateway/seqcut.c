@@ -102,9 +102,8 @@ uncached_run (struct hhc_volume *vol, uint64_t lba, uint32_t nmax)
 }
 
 int
-seqcut_read_run (struct hhc_volume *vol, void *bctx, uint64_t lba,
-                 char *buf, uint32_t off, uint32_t want, uint32_t nmax,
-                 uint32_t *done)
+seqcut_read_run (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
+                 uint32_t off, uint32_t want, uint32_t nmax, uint32_t *done)
 {
   uint32_t k = uncached_run (vol, lba, HHC_MAX (nmax, 1u));
   uint64_t len = HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off);

@@ -516,8 +516,8 @@ invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
 
 /* Write through the cache, block by block. */
 static int
-write_blocks (struct hhc_volume *vol, void *bctx, const char *p,
-              uint32_t count, uint64_t offset)
+write_blocks (struct hhc_volume *vol, void *bctx, const char *p, uint32_t count,
+              uint64_t offset)
 {
   int r = 0;
 
