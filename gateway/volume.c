@@ -557,11 +557,26 @@ write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
   int r = invalidate_range (vol, first, last, hhc_mode_is_wb (vol->conf.mode),
                             &kept);
 
+  bool be_err = false;
+
   if (r == 0)
     r = commit_invalidations (vol);
   if (r == 0 && (r = vol->ops->pwrite (bctx, buf, count, offset, false)) != 0)
-    stat_add (&vol->stats.backend_errors, 1);
+    {
+      stat_add (&vol->stats.backend_errors, 1);
+      be_err = true;
+    }
   passdown_end (vol, pd, first, last);
+  if (be_err && hhc_mode_is_wb (vol->conf.mode))
+    {
+      /* The backend is out: a write-back mode takes the whole write
+       * into the cache as usual (as dirty blocks: whatever part of it
+       * the backend got, write-back replaces).
+       */
+      throttle (vol);
+      kept.len = 0;
+      r = write_blocks (vol, bctx, buf, count, offset);
+    }
   for (size_t i = 0; r == 0 && i < kept.len; i++)
     {
       uint64_t s = HHC_MAX (offset, kept.ptr[i] * vol->bs);

@@ -337,6 +337,43 @@ test_crash_after_bypass (void **state)
     }
 }
 
+/* The backend is out: in the write-back modes a bypassed write falls
+ * back to the cache (writes keep succeeding, as without a cutoff); in
+ * wt it fails.
+ */
+static void
+test_backend_outage (void **state)
+{
+  enum hhc_mode modes[] = { HHC_MODE_WB, HHC_MODE_HHC, HHC_MODE_WT };
+
+  for (unsigned i = 0; i < 3; i++)
+    {
+      struct env e;
+      unsigned char blk[BS];
+
+      seq_env (&e, modes[i]);
+      stream_write (&e, 0, 4, 1);
+      membackend_fail_all (e.mb, MB_OP_WRITE, true);
+      pattern_fill (blk, 4, 0, SECTORS, 1);
+      if (modes[i] == HHC_MODE_WT)
+        {
+          assert_int_equal (hhc_write (e.vol, &e.be, blk, BS, 4 * BS, false),
+                            EIO);
+          env_free (&e);
+          continue;
+        }
+      stream_write (&e, 4, 16, 1);
+      assert_int_equal (counts (&e).dirty, 16);
+      membackend_fail_all (e.mb, MB_OP_WRITE, false);
+      for (uint64_t l = 0; l < 16; l++)
+        assert_true (reads_v (&e, l, 1));
+      assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+      for (uint64_t l = 0; l < 16; l++)
+        assert_true (backend_has (&e, l, 1));
+      env_free (&e);
+    }
+}
+
 /* A FLUSH after a bypassed write flushes the backend, even in hhc
  * (where a FLUSH of cached writes needs only the log).
  */
@@ -377,6 +414,7 @@ main (void)
     cmocka_unit_test (test_dirty_overwrite_wb),
     cmocka_unit_test (test_dirty_overwrite_hhc),
     cmocka_unit_test (test_crash_after_bypass),
+    cmocka_unit_test (test_backend_outage),
     cmocka_unit_test (test_flush_backend),
   };
   test_filter_from_env ();
