@@ -1,5 +1,5 @@
 /* Sequential cutoff (seq-cutoff=SIZE): streams of sequential requests
- * longer than SIZE bypass the cache (docs/design.md §3.4).
+ * longer than SIZE bypass the cache (docs/design.md §4.8).
  *
  * Detection follows Open CAS's and bcache's idea: a small fixed table
  * of recent streams, each keyed by the offset its next request is
