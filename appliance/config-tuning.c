@@ -18,12 +18,21 @@
 #include "parse.h"
 
 /* The filter's tuning parameters (nbdkit-hhc-filter/params.c). */
-enum tuning_kind { T_SIZE, T_UINT, T_RATIO, T_FORMAT, T_BOOL, T_SSDSYNC };
+enum tuning_kind {
+  T_SIZE,
+  T_BYTES,
+  T_UINT,
+  T_RATIO,
+  T_FORMAT,
+  T_BOOL,
+  T_SSDSYNC
+};
 
 struct tuning_key {
   const char *key;
   enum tuning_kind kind;
-  unsigned lo, hi;   /* T_SIZE (a power of two), T_UINT, T_RATIO */
+  unsigned lo, hi;   /* T_SIZE (a power of two), T_UINT, T_RATIO; T_BYTES:
+                      * any size */
   const char *range; /* in messages */
 };
 
@@ -41,6 +50,7 @@ static const struct tuning_key tuning_keys[] = {
   { "format", T_FORMAT, 0, 0, "auto, force or never" },
   { "direct", T_BOOL, 0, 0, "true or false" },
   { "ssd-sync", T_SSDSYNC, 0, 0, "flush or checkpoint" },
+  { "seq-cutoff", T_BYTES, 0, 0, "a size (0: off)" },
   /* Last: the dirty-* checks find their keys by index. */
   { "log-inflight", T_UINT, 1, 16, "a whole number from 1 to 16" },
 };
@@ -76,6 +86,8 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
     case T_SIZE:
       return hhc_parse_size (text, n) == NULL && *n >= k->lo && *n <= k->hi
              && HHC_IS_POW2 (*n);
+    case T_BYTES:
+      return hhc_parse_size (text, n) == NULL;
     case T_RATIO:
       if (len >= 2 && len < sizeof buf && strcmp (text + len - 2, ":1") == 0)
         {

@@ -109,6 +109,10 @@ struct hhc_conf {
    * never (default 1000).
    */
   unsigned idle_ms;
+  /* Sequential cutoff: a stream of sequential requests longer than
+   * this many bytes bypasses the cache; 0 (default): off.
+   */
+  uint64_t seq_cutoff;
   /* The HDD log (mode hhc): one path per mirror (file, block device). */
   const char *log_paths[HHC_MAX_LOGS];
   unsigned nlogs;

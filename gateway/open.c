@@ -365,6 +365,7 @@ free_volume (struct hhc_volume *vol, bool failed)
   pthread_mutex_destroy (&vol->pd.lock);
   pthread_mutex_destroy (&vol->bf_lock);
   pthread_cond_destroy (&vol->bf_cond);
+  seqcut_destroy (&vol->seqcut);
   free (vol->identity);
   free (vol->cache_path);
   free (vol->stats_path);
@@ -441,6 +442,7 @@ new_volume (const struct hhc_conf *conf, struct hhc_preopened *pre,
   pthread_mutex_init (&vol->pd.lock, NULL);
   pthread_mutex_init (&vol->bf_lock, NULL);
   pthread_cond_init (&vol->bf_cond, NULL);
+  seqcut_init (&vol->seqcut, conf->seq_cutoff);
   vol->conf = *conf;
   vol->ops = ops;
   vol->info = *info;

@@ -6,8 +6,8 @@
  * cannot get a slot) and reads them from the backend in one request.
  * A fill does not mark its block clean if a passdown overlapped it or
  * one on its region is not yet flushed (passdown.h).  With no free
- * slot the read bypasses the cache and kicks the flusher; pt never
- * fills.
+ * slot the read bypasses the cache and kicks the flusher; pt and a
+ * sequential stream (seqcut.h) never fill.
  */
 #include <config.h>
 
@@ -127,7 +127,8 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
  */
 static int
 read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
-            uint32_t off, uint32_t want, uint32_t nmax, uint32_t *done)
+            uint32_t off, uint32_t want, uint32_t nmax, bool bypass,
+            uint32_t *done)
 {
   struct hhc_stripe *st = index_stripe (&vol->idx, lba);
   uint32_t len = HHC_MIN (want, vol->bs - off);
@@ -138,20 +139,15 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
   s = wait_idle (vol, st, lba, ACT_BUSY);
   if (s == HHC_NIL)
     {
-      if (vol->conf.mode != HHC_MODE_PT)
+      if (vol->conf.mode != HHC_MODE_PT && !bypass)
         {
           r = fill_run (vol, bctx, st, lba, nmax, buf, off, want, &k);
           *done = HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off);
           stat_add (&vol->stats.read_misses, k);
           return r;
         }
-      hhc_unlock (&st->lock);
-      stat_add (&vol->stats.read_misses, 1);
-      r = vol->ops->pread (bctx, buf, len, lba * vol->bs + off);
-      if (r)
-        stat_add (&vol->stats.backend_errors, 1);
-      *done = len;
-      return r;
+      hhc_unlock (&st->lock); /* pt or seq-cutoff: no fill */
+      return seqcut_read_run (vol, bctx, lba, buf, off, want, nmax, done);
     }
   active_change (st, s, ACT_BUSY, 0);
   hhc_unlock (&st->lock);
@@ -176,6 +172,7 @@ hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
 {
   char *p = buf;
   int r = check_range (vol, count, offset);
+  bool bypass = r == 0 && seqcut_check (&vol->seqcut, offset, count, false);
 
   if (r == 0 && cache_failed (vol))
     r = EIO; /* cached data can no longer be trusted */
@@ -189,7 +186,7 @@ hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
       uint64_t blocks = ((uint64_t)off + count + vol->bs - 1) / vol->bs;
       uint32_t nmax = HHC_MIN (blocks, (uint64_t)fill_run_max (vol));
       uint32_t n;
-      r = read_block (vol, bctx, lba, p, off, count, nmax, &n);
+      r = read_block (vol, bctx, lba, p, off, count, nmax, bypass, &n);
       p += n;
       offset += n;
       count -= n;

@@ -159,6 +159,10 @@ hhc_stats_json (struct hhc_volume *vol)
   json_object_set_new (o, "backend_errors",
                        json_integer (stat_get (&s->backend_errors)));
   json_object_set_new (o, "stalls", json_integer (stat_get (&s->stalls)));
+  json_object_set_new (o, "seq_bypass_read_bytes",
+                       json_integer (stat_get (&vol->seqcut.read_bytes)));
+  json_object_set_new (o, "seq_bypass_write_bytes",
+                       json_integer (stat_get (&vol->seqcut.write_bytes)));
   json_object_set_new (
       o, "backend_flush_failed",
       json_boolean (__atomic_load_n (&vol->be_failed, __ATOMIC_ACQUIRE)));

@@ -38,8 +38,9 @@
  *   wait_lock          here           nothing (wait_cond)
  *
  * Taken alone, with no other lock held: bf_lock (bflush.c: tickets,
- * waited on), the write-back batch's lock (flusher.c), a device's own
- * lock (inside its calls).  The log calls the volume back without its
+ * waited on), the write-back batch's lock (flusher.c), the sequential
+ * cutoff's table lock (seqcut.h), a device's own lock (inside its
+ * calls).  The log calls the volume back without its
  * lock: relog takes a stripe lock (then the log lock again), pressure
  * the flusher lock, checkpoint the commit.  No lock is held during
  * device or backend I/O, except the commit lock and wal_lock (the
@@ -62,6 +63,7 @@
 #include "lru.h"
 #include "passdown.h"
 #include "preopen.h"
+#include "seqcut.h"
 #include "stats.h"
 
 struct hhc_volume {
@@ -137,6 +139,7 @@ struct hhc_volume {
   bool flusher_on; /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;
+  struct hhc_seqcut seqcut; /* seq-cutoff: the stream table */
   bool started;
 };
 

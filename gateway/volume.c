@@ -12,7 +12,10 @@
  *                                      (dirty)             (clean)
  *
  * pt: reads use cached blocks, misses go to the backend and are not
- * cached; writes invalidate the blocks and go to the backend.
+ * cached; writes invalidate the blocks and go to the backend.  So do
+ * requests of a sequential stream past seq-cutoff (seqcut.h) in every
+ * mode, but that a write keeps a dirty block and writes it through the
+ * cache (write_direct).
  *
  * A new slot comes from the free pool (invariant 1); when it is empty
  * reads bypass the cache and writes wait for the flusher to evict.
@@ -36,6 +39,7 @@
 #include "passdown.h"
 #include "reclaim.h"
 #include "request.h"
+#include "seqcut.h"
 #include "vol.h"
 
 /* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
@@ -372,33 +376,15 @@ throttle (struct hhc_volume *vol)
     }
 }
 
-/* Pass-through write: invalidate, then straight to the backend. */
-static int
-write_pt (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
-          uint64_t offset, bool fua)
-{
-  int r;
-
-  uint64_t first = offset / vol->bs;
-  uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
-  unsigned pd = passdown_begin (vol, first, last);
-
-  for (uint64_t b = first; b < last; b++)
-    invalidate_block (vol, b, false);
-  r = vol->ops->pwrite (bctx, buf, count, offset, false);
-  if (r)
-    stat_add (&vol->stats.backend_errors, 1);
-  passdown_end (vol, pd, first, last);
-  if (r == 0 && fua)
-    r = hhc_flush (vol, bctx);
-  return r;
-}
+static int write_blocks (struct hhc_volume *vol, void *bctx, const char *p,
+                         uint32_t count, uint64_t offset);
+static int write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
+                         uint32_t count, uint64_t offset);
 
 int
 hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
            uint64_t offset, bool fua)
 {
-  const char *p = buf;
   int r = check_range (vol, count, offset);
 
   if (r == 0 && cache_failed (vol))
@@ -407,18 +393,13 @@ hhc_write (struct hhc_volume *vol, void *bctx, const void *buf, uint32_t count,
     return r;
   note_io (vol);
   stat_add (&vol->stats.bytes_written, count);
-  if (vol->conf.mode == HHC_MODE_PT)
-    return write_pt (vol, bctx, buf, count, offset, fua);
-  throttle (vol);
-  while (r == 0 && count > 0)
+  if (vol->conf.mode == HHC_MODE_PT
+      || seqcut_check (&vol->seqcut, offset, count, true))
+    r = write_direct (vol, bctx, buf, count, offset);
+  else
     {
-      uint64_t lba = offset / vol->bs;
-      uint32_t off = offset % vol->bs;
-      uint32_t n = HHC_MIN (count, vol->bs - off);
-      r = write_block (vol, bctx, lba, p, off, n, fua);
-      p += n;
-      offset += n;
-      count -= n;
+      throttle (vol);
+      r = write_blocks (vol, bctx, buf, count, offset);
     }
   if (r == 0 && fua)
     r = hhc_flush (vol, bctx);
@@ -535,6 +516,79 @@ invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
         return ENOMEM;
     }
   return 0;
+}
+
+/* Write through the cache, block by block. */
+static int
+write_blocks (struct hhc_volume *vol, void *bctx, const char *p, uint32_t count,
+              uint64_t offset)
+{
+  int r = 0;
+
+  while (r == 0 && count > 0)
+    {
+      uint64_t lba = offset / vol->bs;
+      uint32_t off = offset % vol->bs;
+      uint32_t n = HHC_MIN (count, vol->bs - off);
+      r = write_block (vol, bctx, lba, p, off, n, false);
+      p += n;
+      offset += n;
+      count -= n;
+    }
+  return r;
+}
+
+/* A write straight to the backend (pt; a sequential stream past
+ * seq-cutoff), recorded as a passdown so that the next FLUSH flushes
+ * the backend and no fill or write-back overlapping it marks its
+ * blocks clean.  Cached blocks are invalidated first (their frees
+ * committed in wb, as for a trim), but for dirty ones in the
+ * write-back modes: dropping one would let a crash before the backend
+ * is flushed bring back data older than a FLUSH covered, and writing
+ * it back first costs a backend flush.  They are written through the
+ * cache afterwards instead (and logged in hhc), so neither the cache
+ * nor the log keeps an older copy that could be read, written back or
+ * replayed over this write.
+ */
+static int
+write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
+              uint32_t count, uint64_t offset)
+{
+  uint64_t first = offset / vol->bs;
+  uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
+  struct u64_vec kept = { 0 }; /* dirty blocks: through the cache */
+  unsigned pd = passdown_begin (vol, first, last);
+  int r = invalidate_range (vol, first, last, hhc_mode_is_wb (vol->conf.mode),
+                            &kept);
+
+  bool be_err = false;
+
+  if (r == 0)
+    r = commit_invalidations (vol);
+  if (r == 0 && (r = vol->ops->pwrite (bctx, buf, count, offset, false)) != 0)
+    {
+      stat_add (&vol->stats.backend_errors, 1);
+      be_err = true;
+    }
+  passdown_end (vol, pd, first, last);
+  if (be_err && hhc_mode_is_wb (vol->conf.mode))
+    {
+      /* The backend is out: a write-back mode takes the whole write
+       * into the cache as usual (as dirty blocks: whatever part of it
+       * the backend got, write-back replaces).
+       */
+      throttle (vol);
+      kept.len = 0;
+      r = write_blocks (vol, bctx, buf, count, offset);
+    }
+  for (size_t i = 0; r == 0 && i < kept.len; i++)
+    {
+      uint64_t s = HHC_MAX (offset, kept.ptr[i] * vol->bs);
+      uint64_t e = HHC_MIN (offset + count, (kept.ptr[i] + 1) * vol->bs);
+      r = write_blocks (vol, bctx, buf + (s - offset), e - s, s);
+    }
+  u64_vec_reset (&kept);
+  return r;
 }
 
 /* Trim or zero: partial blocks at the edges of a zero are written

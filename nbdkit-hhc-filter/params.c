@@ -346,6 +346,13 @@ set_idle_ms (const char *key, const char *value)
   return parse_uint (key, value, 0, 3600000, &params_conf.idle_ms);
 }
 
+static int
+set_seq_cutoff (const char *key, const char *value)
+{
+  return parse_size_in (key, value, 0, UINT64_MAX, false, "a size (0: off)",
+                        &params_conf.seq_cutoff);
+}
+
 static const struct param {
   const char *key;
   int (*set) (const char *key, const char *value);
@@ -372,6 +379,7 @@ static const struct param {
   { "control", set_control },
   { "writeback-threads", set_writeback_threads },
   { "idle-ms", set_idle_ms },
+  { "seq-cutoff", set_seq_cutoff },
 };
 
 int

@@ -47,6 +47,8 @@ int params_check (void);
   "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \
   "writeback-threads=N     Backend writes in flight (default 4).\n"            \
   "idle-ms=N               Full-speed write-back after N ms without\n"         \
-  "                        requests (default 1000; 0: never)."
+  "                        requests (default 1000; 0: never).\n"               \
+  "seq-cutoff=SIZE         Sequential streams longer than SIZE bypass the\n"   \
+  "                        cache (default 0: off)."
 
 #endif /* HHC_FILTER_PARAMS_H */

@@ -9,7 +9,9 @@
 # and in hhc (also with ssd-sync=checkpoint) a log mirror served over
 # NBD whose writes fail and heal at random moments (FLUSHes fall back
 # to write-back, the failed mirror is voided), the SSD lost in every
-# other round: no flushed write lost, no block corrupt.  Then the
+# other round; and with seq-cutoff= drawn in each round (off, 1: every
+# request bypasses the cache, 64K) the kill and the SSD loss in every
+# mode: no flushed write lost, no block corrupt.  Then the
 # campaign must see a loss where there is one: wb does not survive the
 # loss of its SSD.
 set -euo pipefail
@@ -83,6 +85,14 @@ tail -2 "$tmp/mirrorflap2.out"
 grep -Eq '^crash: mirrorflap: 2 rounds, 0 FLUSHes fell back, [1-9][0-9]* mirrors failed' \
   "$tmp/mirrorflap2.out" ||
   { cat "$tmp/mirrorflap2.out"; fail "no mirror failed, or a FLUSH fell back, with two mirrors"; }
+
+CAMPAIGN_SEQCUT=yes "$campaign" 3 800 >"$tmp/seqcut.out" 2>&1 ||
+  { cat "$tmp/seqcut.out"; fail "the campaign with seq-cutoff failed"; }
+tail -1 "$tmp/seqcut.out"
+grep -q '^crash: 18 rounds passed, 0 lost or corrupt blocks' "$tmp/seqcut.out" ||
+  fail "unexpected campaign summary: $(tail -1 "$tmp/seqcut.out")"
+grep -q 'seq-cutoff=1 after' "$tmp/seqcut.out" ||
+  fail "no round drew seq-cutoff=1: $(cat "$tmp/seqcut.out")"
 
 st=0
 CAMPAIGN_FAULTS=ssd "$campaign" 1 800 wb >"$tmp/negative.out" 2>&1 || st=$?

@@ -59,6 +59,7 @@ bad 'hot-ratio'         cache="$cache" cache-size=16M hot-ratio=0
 bad 'format'            cache="$cache" cache-size=16M format=maybe
 bad 'ssd-sync'          cache="$cache" cache-size=16M ssd-sync=never
 bad 'idle-ms'           cache="$cache" cache-size=16M idle-ms=soon
+bad 'seq-cutoff'        cache="$cache" cache-size=16M seq-cutoff=fast
 bad 'direct'            cache="$cache" cache-size=16M direct=maybe
 bad 'require-backend-id=notabool' cache="$cache" cache-size=16M \
     require-backend-id=notabool

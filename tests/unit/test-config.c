@@ -252,6 +252,11 @@ static const struct error_case error_cases[] = {
     "0}}]}",
     "t.json:1:118: volumes[0].tuning.writeback-threads: must be a whole number "
     "from 1 to 64" },
+  { "tuning_seqcut",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
+    "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"seq-cutoff\": "
+    "\"4Q\"}}]}",
+    "t.json:1:111: volumes[0].tuning.seq-cutoff: must be a size (0: off)" },
   { "tuning_format",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"format\": 1}}]}",

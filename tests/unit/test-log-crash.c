@@ -568,6 +568,11 @@ run_conf (struct run *r, uint64_t seed)
    * devices offer FUA, from the seed too (the draws below unchanged).
    */
   r->conf.log_inflight = (unsigned[]){ 1, 2, 4 }[seed / 3 % 3];
+  /* seq-cutoff, from the seed too: off; 1 byte (every request bypasses
+   * the cache: writes go to the backend over dirty blocks); 8K (the
+   * 2-3 block writes, and streams).
+   */
+  r->conf.seq_cutoff = (uint64_t[]){ 0, 1, 2 * BS, 0 }[seed % 4];
   r->conf.msgfn = test_msg;
   r->conf.nlogs = r->nlogs;
   r->conf.segment_size = SEG;
@@ -631,13 +636,15 @@ run_setup (struct run *r, uint64_t seed)
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
   snprintf (r->cfg, sizeof r->cfg,
             "%u log%s of %llu KiB, %u buffers, %u in flight%s, %u slots, "
-            "%llu blocks, dirty %u/%u/%u, preferred block %u",
+            "%llu blocks, dirty %u/%u/%u, preferred block %u, "
+            "seq-cutoff %llu",
             r->nlogs, r->nlogs > 1 ? "s" : "",
             (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
             r->conf.log_buffers, r->conf.log_inflight,
             seed / 9 % 2 == 0 ? " (FUA)" : "", r->nslots,
             (unsigned long long)r->nblocks, r->conf.dirty_low,
-            r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block);
+            r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block,
+            (unsigned long long)r->conf.seq_cutoff);
 }
 
 /* The cut: at any counted call (device write or sync, backend write,
