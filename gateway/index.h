@@ -1,9 +1,9 @@
 /* The slot array and the sharded index (LBA -> slot).
  *
  * Every cache slot has a 16-byte entry in RAM (struct hhc_slot) and
- * the hash table has one 32-bit bucket head per slot, so the index and
- * the LRU together cost 20 bytes per cached block (and 64 KiB of region
- * counters per volume, below).  Links are 28-bit
+ * the hash table has 7 32-bit bucket heads per 8 slots, so the index
+ * and the LRU together cost 19.5 bytes per cached block (and 64 KiB of
+ * region counters per volume, below).  Links are 28-bit
  * slot numbers; the other bits of each word hold state:
  *
  *   word    bits   meaning                       protected by
@@ -84,7 +84,8 @@ struct hhc_stripe {
 struct hhc_index {
   struct hhc_slot *slots;
   uint32_t nslots;
-  uint32_t *buckets; /* nslots heads */
+  uint32_t *buckets; /* nbuckets heads */
+  uint32_t nbuckets; /* nslots - nslots / 8 (at least 1) */
   struct hhc_stripe *stripes;
   uint32_t nstripes; /* power of two */
   uint32_t *mapped;  /* HHC_NREGIONS counts of mapped slots (atomic) */
@@ -111,6 +112,13 @@ bool index_any_mapped (struct hhc_index *idx, uint64_t first, uint64_t last);
 /* Slot word accessors (atomic, any thread). */
 uint64_t slot_lba (const struct hhc_slot *s);
 enum slot_state slot_state (const struct hhc_slot *s);
+
+/* Prefetch the bucket head of lba, or (once that is cached) the slot
+ * at the head of its chain: a loader that maps many blocks at once
+ * (cache_load) overlaps their cache misses.  A hint only: no lock.
+ */
+void index_prefetch_bucket (const struct hhc_index *idx, uint64_t lba);
+void index_prefetch_chain (const struct hhc_index *idx, uint64_t lba);
 
 /* ---- stripe lock of the LBA must be held below this line ---- */
 

@@ -57,11 +57,12 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
 double
 hhc_ram_per_block (struct hhc_volume *vol)
 {
-  /* Slot entry + bucket head; stripes, page locks and bitmaps are
-   * fixed or per page, counted too.
+  /* Slot entries + bucket heads (7 per 8 slots); stripes, page locks
+   * and bitmaps are fixed or per page, counted too.
    */
   double n = vol->idx.nslots;
-  double bytes = n * (sizeof (struct hhc_slot) + sizeof (uint32_t))
+  double bytes = n * sizeof (struct hhc_slot)
+                 + (double)vol->idx.nbuckets * sizeof (uint32_t)
                  + vol->idx.nstripes * sizeof (struct hhc_stripe)
                  + vol->cache.npagelocks * sizeof (pthread_mutex_t)
                  + vol->cache.npages * (2 * sizeof (uint64_t) + 1.0 / 8);

@@ -137,7 +137,7 @@ longest_chain (struct hhc_index *idx)
 {
   uint32_t best = 0;
 
-  for (uint32_t b = 0; b < idx->nslots; b++)
+  for (uint32_t b = 0; b < idx->nbuckets; b++)
     {
       uint32_t n = 0;
       for (uint32_t s = idx->buckets[b]; s != HHC_NIL;
@@ -183,7 +183,7 @@ test_collisions (void **state)
           lbas[i] ^= 1u << 20;
       locked_insert (&idx, i, lbas[i]);
     }
-  /* 64 keys in 64 buckets: some buckets hold chains. */
+  /* 64 keys in 56 buckets: some buckets hold chains. */
   assert_true (longest_chain (&idx) >= 2);
   for (int i = 0; i < N; i++)
     {
@@ -212,8 +212,37 @@ test_collisions (void **state)
     locked_remove (&idx, i, lbas[i]);
   for (int i = 0; i < N; i++)
     assert_int_equal (locked_lookup (&idx, lbas[i]), HHC_NIL);
-  for (uint32_t b = 0; b < N; b++)
+  assert_int_equal (idx.nbuckets, N - N / 8);
+  for (uint32_t b = 0; b < idx.nbuckets; b++)
     assert_int_equal (idx.buckets[b], HHC_NIL);
+  index_free (&idx);
+}
+
+/* A big index (its slot array mapped apart, on huge pages where the
+ * kernel has them), 7 bucket heads per 8 slots: every slot mapped to a
+ * block scattered over the whole range, found, half removed, found
+ * again.
+ */
+static void
+test_big (void **state)
+{
+  enum { N = 1 << 20 };
+  struct hhc_index idx;
+
+  assert_int_equal (index_init (&idx, N), 0);
+  assert_int_equal (idx.nbuckets, N - N / 8);
+  for (uint32_t i = 0; i < N; i++)
+    locked_insert (&idx, i, (i * UINT64_C (0x9E3779B1)) & (HHC_MAX_BLOCKS - 1));
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal (locked_lookup (&idx, (i * UINT64_C (0x9E3779B1))
+                                               & (HHC_MAX_BLOCKS - 1)),
+                      i);
+  for (uint32_t i = 1; i < N; i += 2)
+    locked_remove (&idx, i, (i * UINT64_C (0x9E3779B1)) & (HHC_MAX_BLOCKS - 1));
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal (locked_lookup (&idx, (i * UINT64_C (0x9E3779B1))
+                                               & (HHC_MAX_BLOCKS - 1)),
+                      i % 2 ? HHC_NIL : i);
   index_free (&idx);
 }
 
@@ -443,6 +472,7 @@ main (void)
     cmocka_unit_test (test_basic),
     cmocka_unit_test (test_high_lbas),
     cmocka_unit_test (test_collisions),
+    cmocka_unit_test (test_big),
     cmocka_unit_test (test_state_keeps_lba),
     cmocka_unit_test (test_concurrent),
     cmocka_unit_test (test_active),
