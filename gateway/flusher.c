@@ -2,7 +2,12 @@
  *
  * A batch, step by step:
  *   1. take up to BATCH of the oldest dirty slots (dirty list head),
- *      plus the other dirty blocks of the same preferred-size chunks;
+ *      each with the dirty blocks that follow it (its run of
+ *      consecutive LBAs) and the other dirty blocks of its
+ *      preferred-size chunk, up to BATCH_BYTES in all: a batch of
+ *      contiguous runs is BATCH_BYTES in a few large extents that
+ *      keep every writer busy, one of random blocks at most BATCH
+ *      runs (which bounds the time a batch takes);
  *   2. claim each (stripe lock): still mapped, dirty, not busy ->
  *      ACT_BUSY | ACT_WB, ACT_REDIRTY cleared;
  *   3. read their data from the SSD, then drop ACT_BUSY (clients may
@@ -26,8 +31,8 @@
 #include "pace.h"
 #include "vol.h"
 
-#define BATCH 256               /* blocks per batch, at most... */
-#define BATCH_BYTES (16u << 20) /* ...and this many bytes */
+#define BATCH 256               /* runs (oldest dirty blocks) per batch... */
+#define BATCH_BYTES (16u << 20) /* ...and at most this many bytes */
 #define MAX_EXTENT (4u * 1024 * 1024)
 
 struct wb_block {
@@ -78,13 +83,18 @@ claim (struct hhc_volume *vol, uint64_t lba, uint32_t *slotp)
   return true;
 }
 
+/* Claim lba into the batch (a block already in it is busy: claim
+ * refuses it).
+ */
 static bool
-in_batch (const struct wb_batch *b, uint64_t lba)
+take (struct wb_batch *b, uint64_t lba)
 {
-  for (uint32_t i = 0; i < b->nblocks; i++)
-    if (b->blocks[i].lba == lba)
-      return true;
-  return false;
+  uint32_t s;
+
+  if (lba >= b->vol->nblocks || !claim (b->vol, lba, &s))
+    return false;
+  b->blocks[b->nblocks++] = (struct wb_block){ lba, s, 0 };
+  return true;
 }
 
 /* Step 1 and 2. */
@@ -103,16 +113,17 @@ select_blocks (struct wb_batch *b, uint32_t max)
     {
       uint64_t lba = slot_lba (&vol->idx.slots[cand[i]]);
       uint64_t c0 = lba / per_chunk * per_chunk;
-      uint32_t s;
 
-      if (in_batch (b, lba) || !claim (vol, lba, &s))
+      if (!take (b, lba))
         continue;
-      b->blocks[b->nblocks++] = (struct wb_block){ lba, s, 0 };
       /* The rest of the chunk, so extents fill whole objects. */
-      for (uint64_t l = c0;
-           l < c0 + per_chunk && l < vol->nblocks && b->nblocks < max; l++)
-        if (l != lba && !in_batch (b, l) && claim (vol, l, &s))
-          b->blocks[b->nblocks++] = (struct wb_block){ l, s, 0 };
+      for (uint64_t l = c0; l < c0 + per_chunk && b->nblocks < max; l++)
+        if (l != lba)
+          (void)take (b, l);
+      /* The run that follows, so extents are as long as the data. */
+      for (uint64_t l = HHC_MAX (lba + 1, c0 + per_chunk);
+           b->nblocks < max && take (b, l); l++)
+        ;
     }
 }
 
@@ -236,8 +247,8 @@ write_extents (struct wb_batch *b, unsigned nthreads)
 static bool
 batch_alloc (struct wb_batch *b, uint32_t max)
 {
-  b->blocks = malloc (BATCH * sizeof *b->blocks);
-  b->ext = malloc (BATCH * sizeof *b->ext);
+  b->blocks = malloc ((size_t)max * sizeof *b->blocks);
+  b->ext = malloc ((size_t)max * sizeof *b->ext);
   b->data = hhc_alloc_aligned ((size_t)max * b->vol->bs);
   if (!b->blocks || !b->ext || !b->data)
     {
@@ -341,7 +352,7 @@ long
 flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 {
   struct wb_batch b = { .vol = vol, .bctx = bctx };
-  uint32_t max = HHC_MAX (HHC_MIN ((uint32_t)BATCH, BATCH_BYTES / vol->bs), 1u);
+  uint32_t max = HHC_MAX (BATCH_BYTES / vol->bs, 1u);
   uint64_t seq = passdown_seq (vol);
   long cleaned = 0;
   int err, ferr;

@@ -147,6 +147,7 @@ replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
   struct log_sink sink = {
     replay_write_n, replay_progress, rc, vol->conf.writeback_threads, 0, 0
   };
+  uint64_t t0 = hhc_now_ns ();
   int r;
 
   /* Writes as the flusher cuts them (make_extents): a maximum below
@@ -162,7 +163,12 @@ replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
     hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "log replay: flushing the backend: %s", strerror (r));
   if (r == 0)
-    vol->replay_pending = false;
+    {
+      vol->replay_pending = false;
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
+               "log replay: into the backend and flushed in %.2f s",
+               (hhc_now_ns () - t0) / 1e9);
+    }
   return r;
 }
 
@@ -174,6 +180,7 @@ replay_into_backend (struct hhc_volume *vol, struct replay_ctx *rc)
 static int
 redo_into_cache (struct hhc_volume *vol, struct replay_ctx *rc)
 {
+  uint64_t t0 = hhc_now_ns ();
   int r = log_replay (vol->log, redo_write, replay_progress, rc);
 
   if (r == 0)
@@ -191,8 +198,8 @@ redo_into_cache (struct hhc_volume *vol, struct replay_ctx *rc)
     hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
              "log: the last run did not stop cleanly: redid %" PRIu64
              " blocks into the cache, wrote %" PRIu64
-             " to the backend (no free slot)",
-             vol->redone, rc->to_backend);
+             " to the backend (no free slot), in %.2f s",
+             vol->redone, rc->to_backend, (hhc_now_ns () - t0) / 1e9);
   return 0;
 }
 

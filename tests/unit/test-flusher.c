@@ -952,6 +952,38 @@ test_coalescing_unknown_preferred (void **state)
   check_coalescing (0, 0, 32, 4);
 }
 
+/* A long contiguous run goes back in few large writes and one batch
+ * (one backend flush per batch), not in batches of BATCH blocks each
+ * with its own flush: 2048 blocks (8 MiB) are two 4 MiB writes.  A
+ * batch of scattered blocks stays at BATCH (256) runs.
+ */
+static void
+test_long_run_one_batch (void **state)
+{
+  struct env e;
+  struct mb_extent *log;
+  size_t n;
+
+  env_init (&e, 4096, 16 << 20, 0);
+  env_open (&e);
+  for (uint64_t l = 0; l < 2048; l++)
+    write_v (&e, l, 1);
+  membackend_reset_counts (e.mb);
+  assert_int_equal (flusher_batch (e.vol, e.mb, 4), 2048);
+  assert_int_equal (membackend_count (e.mb, MB_FLUSHES), 1);
+  n = get_log (&e, &log);
+  assert_int_equal (n, 2);
+  free (log);
+  for (uint64_t l = 0; l < 2048; l++)
+    assert_true (backend_has (&e, true, l, 1));
+  /* Every other block: 300 runs of one block. */
+  for (uint64_t l = 0; l < 600; l += 2)
+    write_v (&e, l, 2);
+  assert_int_equal (flusher_batch (e.vol, e.mb, 4), 256);
+  assert_int_equal (dirty (&e), 300 - 256);
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -972,6 +1004,7 @@ main (void)
     cmocka_unit_test (test_coalescing),
     cmocka_unit_test (test_coalescing_gaps),
     cmocka_unit_test (test_coalescing_unknown_preferred),
+    cmocka_unit_test (test_long_run_one_batch),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
