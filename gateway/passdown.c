@@ -50,12 +50,14 @@ passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
 }
 
 void
-passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last)
+passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last,
+              bool owed)
 {
   HHC_SCOPED_LOCK (&vol->pd.lock);
   uint64_t id = ++vol->pd.next;
 
-  __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
+  if (owed)
+    __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
   if (i < PD_RUNNING)
     vol->pd.run[i].seq = 0;
   else

@@ -47,11 +47,14 @@ struct hhc_passdowns {
  * not fit: then every check says yes until it ends).
  */
 unsigned passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last);
-/* It ended (successfully or not): counts as a backend write
- * (be_written) and wakes writers waiting for it.
+/* It ended (successfully or not) and wakes writers waiting for it;
+ * owed: it counts as a backend write (be_written) that the next FLUSH
+ * flushes.  Not owed: a failed write whose data went into the cache
+ * instead (write_direct's fallback), which no FLUSH needs the backend
+ * for (a failing backend flush would make FLUSHes fail for good).
  */
 void passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first,
-                   uint64_t last);
+                   uint64_t last, bool owed);
 /* The passdown sequence number now (take it before reading data that
  * is to be marked clean).
  */

@@ -570,12 +570,15 @@ write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
       stat_add (&vol->stats.backend_errors, 1);
       be_err = true;
     }
-  passdown_end (vol, pd, first, last);
+  /* A fallback below is no backend write a FLUSH owes. */
+  passdown_end (vol, pd, first, last,
+                !(be_err && hhc_mode_is_wb (vol->conf.mode)));
   if (be_err && hhc_mode_is_wb (vol->conf.mode))
     {
       /* The backend is out: a write-back mode takes the whole write
        * into the cache as usual (as dirty blocks: whatever part of it
-       * the backend got, write-back replaces).
+       * the backend got, write-back replaces; no FLUSH needs the
+       * backend for it).
        */
       throttle (vol);
       kept.len = 0;
@@ -635,7 +638,7 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
         r = passdown_op (vol, bctx, zero, end - start, start);
       if (r)
         stat_add (&vol->stats.backend_errors, 1);
-      passdown_end (vol, pd, first, last);
+      passdown_end (vol, pd, first, last, true);
     }
   for (size_t i = 0; r == 0 && i < kept.len; i++)
     r = write_zeros (vol, bctx, block_valid_len (vol, kept.ptr[i]),

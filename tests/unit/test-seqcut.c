@@ -374,6 +374,82 @@ test_backend_outage (void **state)
     }
 }
 
+/* A whole outage (writes and flushes fail): a bypassed write that fell
+ * back to the cache is not a backend write, so a FLUSH does not need
+ * the backend for it (as without a cutoff: it succeeds from the SSD or
+ * the log) and, above all, the failed backend flush must not make
+ * every later FLUSH fail once the backend is back.
+ */
+static void
+test_outage_flush (void **state)
+{
+  enum hhc_mode modes[] = { HHC_MODE_WB, HHC_MODE_HHC };
+
+  for (unsigned i = 0; i < 2; i++)
+    {
+      struct env e;
+
+      seq_env (&e, modes[i]);
+      stream_write (&e, 0, 4, 1);
+      membackend_fail_all (e.mb, MB_OP_WRITE, true);
+      membackend_fail_all (e.mb, MB_OP_FLUSH, true);
+      stream_write (&e, 4, 8, 1); /* bypassed, fell back to the cache */
+      assert_int_equal (counts (&e).dirty, 8);
+      assert_int_equal (hhc_flush (e.vol, &e.be), 0);
+      membackend_fail_all (e.mb, MB_OP_WRITE, false);
+      membackend_fail_all (e.mb, MB_OP_FLUSH, false);
+      assert_int_equal (hhc_flush (e.vol, &e.be), 0);
+      assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+      for (uint64_t l = 0; l < 8; l++)
+        assert_true (backend_has (&e, l, 1));
+      env_free (&e);
+    }
+}
+
+/* The same outage, and write-back's backend flush fails while the
+ * bypassed write is at the backend (it fails and falls back to the
+ * cache): that flush dropped nothing a FLUSH covers either.
+ *
+ * KNOWN BUG (review of seq-cutoff): bflush.c note_failure sets the
+ * sticky be_failed whenever a passdown is running, not knowing yet
+ * whether it will fall back; runs only with HHC_TEST_KNOWN_BUGS=1.
+ */
+static void
+outage_wb_hook (void *opaque, uint64_t offset, uint32_t count)
+{
+  struct env *e = opaque;
+
+  if (offset == 4 * BS)
+    (void)flusher_batch (e->vol, &e->be, 1);
+}
+
+static void
+test_outage_flush_wb_race (void **state)
+{
+  enum hhc_mode modes[] = { HHC_MODE_WB, HHC_MODE_HHC };
+
+  if (test_env_u64 ("HHC_TEST_KNOWN_BUGS", 0) == 0)
+    skip ();
+  for (unsigned i = 0; i < 2; i++)
+    {
+      struct env e;
+
+      seq_env (&e, modes[i]);
+      stream_write (&e, 0, 4, 1); /* dirty: for the write-back */
+      membackend_fail_all (e.mb, MB_OP_WRITE, true);
+      membackend_fail_all (e.mb, MB_OP_FLUSH, true);
+      membackend_set_hook (e.mb, MB_OP_WRITE, outage_wb_hook, &e);
+      env_write (&e, 4, 1, false); /* bypassed, fell back to the cache */
+      membackend_set_hook (e.mb, MB_OP_WRITE, NULL, NULL);
+      assert_int_equal (counts (&e).dirty, 5);
+      assert_int_equal (hhc_flush (e.vol, &e.be), 0);
+      membackend_fail_all (e.mb, MB_OP_WRITE, false);
+      membackend_fail_all (e.mb, MB_OP_FLUSH, false);
+      assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+      env_free (&e);
+    }
+}
+
 /* A FLUSH after a bypassed write flushes the backend, even in hhc
  * (where a FLUSH of cached writes needs only the log).
  */
@@ -415,6 +491,8 @@ main (void)
     cmocka_unit_test (test_dirty_overwrite_hhc),
     cmocka_unit_test (test_crash_after_bypass),
     cmocka_unit_test (test_backend_outage),
+    cmocka_unit_test (test_outage_flush),
+    cmocka_unit_test (test_outage_flush_wb_race),
     cmocka_unit_test (test_flush_backend),
   };
   test_filter_from_env ();
