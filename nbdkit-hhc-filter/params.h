@@ -47,6 +47,12 @@ int params_check (void);
   "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \
   "writeback-threads=N     Backend writes in flight (default 4).\n"            \
   "idle-ms=N               Full-speed write-back after N ms without\n"         \
-  "                        requests (default 1000; 0: never)."
+  "                        requests (default 1000; 0: never).\n"               \
+  "promote=always|nhit     Which read misses enter the cache (default\n"       \
+  "                        always).\n"                                         \
+  "promote-hits=N          nhit: misses of a block that promote it\n"          \
+  "                        (default 2).\n"                                     \
+  "promote-window=N        nhit: misses within which they count (default\n"    \
+  "                        0: the cache's slots)."
 
 #endif /* HHC_FILTER_PARAMS_H */
