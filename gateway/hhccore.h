@@ -44,7 +44,7 @@ enum hhc_format {
 const char *hhc_format_to_string (enum hhc_format f);
 int hhc_format_from_string (const char *s, enum hhc_format *f);
 
-/* Which read misses enter the cache (docs/design.md §3.3). */
+/* Which read misses enter the cache (docs/design.md §4.8). */
 enum hhc_promote_policy {
   HHC_PROMOTE_ALWAYS, /* every read miss */
   HHC_PROMOTE_NHIT,   /* a block's promote_hits-th miss in the window */

@@ -523,7 +523,7 @@ check_promote (const struct hhc_conf *c)
 
 /* promote=nhit's counters; the window defaults to the cache's slots:
  * a block read again within that many misses would still be in a cache
- * that promoted every miss (docs/design.md §3.3).
+ * that promoted every miss (docs/design.md §4.8).
  */
 static int
 setup_promote (struct hhc_volume *vol)

@@ -1,4 +1,4 @@
-/* Promotion of read misses (promote=nhit, docs/design.md §3.3).
+/* Promotion of read misses (promote=nhit, docs/design.md §4.8).
  *
  * With promote=nhit a read miss fills the cache only when its block
  * has missed promote-hits times within the window; other misses are

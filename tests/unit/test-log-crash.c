@@ -568,6 +568,14 @@ run_conf (struct run *r, uint64_t seed)
    * devices offer FUA, from the seed too (the draws below unchanged).
    */
   r->conf.log_inflight = (unsigned[]){ 1, 2, 4 }[seed / 3 % 3];
+  /* promote=nhit (N = 2, a window of 64 misses) in every other pair of
+   * seeds, from the seed too.
+   */
+  if (seed / 2 % 2)
+    {
+      r->conf.promote = HHC_PROMOTE_NHIT;
+      r->conf.promote_window = 64;
+    }
   r->conf.msgfn = test_msg;
   r->conf.nlogs = r->nlogs;
   r->conf.segment_size = SEG;
@@ -631,13 +639,14 @@ run_setup (struct run *r, uint64_t seed)
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
   snprintf (r->cfg, sizeof r->cfg,
             "%u log%s of %llu KiB, %u buffers, %u in flight%s, %u slots, "
-            "%llu blocks, dirty %u/%u/%u, preferred block %u",
+            "%llu blocks, dirty %u/%u/%u, preferred block %u, promote %s",
             r->nlogs, r->nlogs > 1 ? "s" : "",
             (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
             r->conf.log_buffers, r->conf.log_inflight,
             seed / 9 % 2 == 0 ? " (FUA)" : "", r->nslots,
             (unsigned long long)r->nblocks, r->conf.dirty_low,
-            r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block);
+            r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block,
+            hhc_promote_to_string (r->conf.promote));
 }
 
 /* The cut: at any counted call (device write or sync, backend write,
