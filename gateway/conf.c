@@ -59,4 +59,7 @@ hhc_conf_init (struct hhc_conf *conf)
   conf->format = HHC_FORMAT_AUTO;
   conf->writeback_threads = 4;
   conf->idle_ms = 1000;
+  conf->promote = HHC_PROMOTE_ALWAYS;
+  conf->promote_hits = 2;
+  conf->promote_window = 0; /* the cache's slots */
 }

@@ -44,6 +44,20 @@ enum hhc_format {
 const char *hhc_format_to_string (enum hhc_format f);
 int hhc_format_from_string (const char *s, enum hhc_format *f);
 
+/* Which read misses enter the cache (docs/design.md §4.8). */
+enum hhc_promote_policy {
+  HHC_PROMOTE_ALWAYS, /* every read miss */
+  HHC_PROMOTE_NHIT,   /* a block's promote_hits-th miss in the window */
+};
+
+#define HHC_PROMOTE_MAX_HITS 255
+#define HHC_PROMOTE_MAX_WINDOW 1000000000u
+
+/* "always", "nhit" */
+const char *hhc_promote_to_string (enum hhc_promote_policy p);
+/* Parse a policy name; returns 0 or EINVAL. */
+int hhc_promote_from_string (const char *s, enum hhc_promote_policy *p);
+
 #define HHC_MAX_LOGS 8 /* log mirrors */
 
 /* Levels of the message callback: messages for the operator (the HDD
@@ -126,6 +140,14 @@ struct hhc_conf {
    * the default): a FLUSH also commits the SSD.
    */
   bool wal;
+  /* Promotion of read misses: promote=nhit fills the cache with a
+   * block at its promote_hits-th miss (1..255, default 2) among the
+   * last promote_window misses (0, the default: as many as the cache
+   * has slots).  Writes are cached as the mode says.
+   */
+  enum hhc_promote_policy promote; /* default always */
+  unsigned promote_hits;
+  uint64_t promote_window;
   hhc_msg_fn msgfn; /* required */
 };
 
@@ -225,6 +247,8 @@ char *hhc_stats_json (struct hhc_volume *vol);
 struct hhc_counts {
   uint64_t slots, free, clean, dirty;
   uint64_t read_hits, read_misses, write_hits, write_misses;
+  uint64_t read_fills;       /* blocks read misses put in the cache */
+  uint64_t promote_bypassed; /* read misses nhit kept out of it */
   uint64_t evictions, writeback_blocks, writeback_errors;
   uint64_t flushes, flush_errors; /* FLUSHes; those that failed */
   /* The HDD log (zero without one). */

@@ -357,6 +357,7 @@ free_volume (struct hhc_volume *vol, bool failed)
   cache_free_mem (&vol->cache);
   lru_destroy (&vol->lru);
   index_free (&vol->idx);
+  promote_free (&vol->promote);
   if (vol->pre.cache == NULL || vol->pre.owned)
     close_dev (vol->dev);
   pthread_mutex_destroy (&vol->wait_lock);
@@ -506,6 +507,40 @@ open_device (struct hhc_volume *vol)
   return 0;
 }
 
+/* promote-hits and promote-window in range (promote=nhit). */
+static int
+check_promote (const struct hhc_conf *c)
+{
+  if (c->promote == HHC_PROMOTE_NHIT
+      && (c->promote_hits < 1 || c->promote_hits > HHC_PROMOTE_MAX_HITS
+          || c->promote_window > HHC_PROMOTE_MAX_WINDOW))
+    {
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
+               "promote-hits must be from 1 to %d, promote-window at most %u",
+               HHC_PROMOTE_MAX_HITS, HHC_PROMOTE_MAX_WINDOW);
+      return EINVAL;
+    }
+  return 0;
+}
+
+/* promote=nhit's counters; the window defaults to the cache's slots:
+ * a block read again within that many misses would still be in a cache
+ * that promoted every miss (docs/design.md §4.8).
+ */
+static int
+setup_promote (struct hhc_volume *vol)
+{
+  const struct hhc_conf *c = &vol->conf;
+  uint64_t window = c->promote_window ? c->promote_window : vol->cache.nslots;
+  int r = promote_init (&vol->promote, c->promote, c->promote_hits,
+                        HHC_MAX (window, 1), 0);
+
+  if (r)
+    hhc_msg (c->msgfn, HHC_MSG_ERROR, "promote=%s: %s",
+             hhc_promote_to_string (c->promote), strerror (r));
+  return r;
+}
+
 /* Build the index and the LRU from the cache's metadata, then settle
  * what the last run left (settle_after_load).
  */
@@ -524,6 +559,8 @@ load_slots (struct hhc_volume *vol)
     r = settle_after_load (vol);
   if (r == 0)
     set_watermarks (vol);
+  if (r == 0)
+    r = setup_promote (vol);
   return r;
 }
 
@@ -535,6 +572,8 @@ hhc_open (const struct hhc_conf *conf, struct hhc_preopened *pre,
   struct hhc_volume *vol;
   int r = check_conf (conf, pre);
 
+  if (r == 0)
+    r = check_promote (conf);
   if (r == 0 && info->size == 0)
     {
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "the backend is empty (size 0)");

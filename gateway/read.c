@@ -8,6 +8,14 @@
  * one on its region is not yet flushed (passdown.h).  With no free
  * slot the read bypasses the cache and kicks the flusher; pt and a
  * sequential stream (seqcut.h) never fill.
+ *
+ * promote=nhit (promote.h): a miss fills only if its block is
+ * promoted.  A run of misses that are not is read around the cache
+ * in one backend request (bypass_run); a fill run stops at the first
+ * block that is not.  Each block's miss is counted once per request:
+ * the block whose miss was counted last, and its verdict, go from one
+ * block of the request to the next (struct miss_note).  Prefetch
+ * always fills; a sequential stream's misses are not counted.
  */
 #include <config.h>
 
@@ -26,6 +34,26 @@ static uint32_t
 fill_run_max (struct hhc_volume *vol)
 {
   return HHC_MAX (HHC_MIN ((uint32_t)FILL_RUN_MAX, (1u << 20) / vol->bs), 1u);
+}
+
+/* The last block whose miss a request counted (promote.h). */
+struct miss_note {
+  uint64_t lba1; /* its lba + 1; 0: none */
+  bool admit;    /* whether it was promoted */
+};
+
+/* Whether the miss of block lba (not cached) may fill the cache,
+ * counting it unless n says it was counted already.
+ */
+static bool
+admit_miss (struct hhc_volume *vol, struct miss_note *n, uint64_t lba)
+{
+  if (n->lba1 != lba + 1)
+    {
+      n->lba1 = lba + 1;
+      n->admit = promote_miss (&vol->promote, lba);
+    }
+  return n->admit;
 }
 
 /* Claim block lba for a fill: a new slot mapped to it, BUSY.  The
@@ -55,12 +83,13 @@ claim_fill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
  * cached); returns with it released.  Up to nmax blocks are claimed,
  * stopping at the first block that is cached or cannot get a slot.
  * out (may be NULL) receives want bytes starting at byte off of block
- * lba; *nread: blocks read (at least 1).
+ * lba; *nread: blocks read (at least 1).  note (NULL for prefetch):
+ * the run stops at a block whose miss is not promoted.
  */
 static int
 fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
-          uint64_t lba, uint32_t nmax, char *out, uint32_t off, uint32_t want,
-          uint32_t *nread)
+          uint64_t lba, uint32_t nmax, struct miss_note *note, char *out,
+          uint32_t off, uint32_t want, uint32_t *nread)
 {
   uint64_t seq = passdown_seq (vol);
   uint32_t slots[FILL_RUN_MAX];
@@ -76,7 +105,10 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
       {
         struct hhc_stripe *s2 = index_stripe (&vol->idx, lba + k);
         hhc_lock (&s2->lock);
-        slots[k] = claim_fill_locked (vol, s2, lba + k, seq);
+        slots[k] = note && index_lookup (&vol->idx, lba + k) == HHC_NIL
+                           && !admit_miss (vol, note, lba + k)
+                       ? HHC_NIL
+                       : claim_fill_locked (vol, s2, lba + k, seq);
         hhc_unlock (&s2->lock);
         if (slots[k] == HHC_NIL)
           break;
@@ -109,6 +141,7 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
         {
           publish_locked (vol, t, SLOT_CLEAN);
           active_set (s2, t, 0);
+          stat_add (&vol->stats.read_fills, 1);
         }
       else
         unfill_locked (vol, s2, t);
@@ -121,14 +154,49 @@ fill_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
   return r;
 }
 
+/* A miss not promoted: read block lba and the blocks after it that
+ * are neither cached nor promoted (up to nmax) from the backend into
+ * out in one request, caching nothing.  Called with lba's stripe lock
+ * held (lba not cached); returns with it released.  out gets up to
+ * want bytes from byte off of block lba; *done: the bytes delivered.
+ */
+static int
+bypass_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
+            uint64_t lba, uint32_t nmax, struct miss_note *note, char *out,
+            uint32_t off, uint32_t want, uint32_t *done)
+{
+  uint32_t k = 1, len;
+  int r;
+
+  hhc_unlock (&st->lock);
+  while (k < nmax && lba + k < vol->nblocks)
+    {
+      struct hhc_stripe *s2 = index_stripe (&vol->idx, lba + k);
+      bool cached;
+      hhc_lock (&s2->lock);
+      cached = index_lookup (&vol->idx, lba + k) != HHC_NIL;
+      hhc_unlock (&s2->lock);
+      if (cached || admit_miss (vol, note, lba + k))
+        break;
+      k++;
+    }
+  len = HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off);
+  stat_add (&vol->stats.read_misses, k);
+  r = vol->ops->pread (bctx, out, len, lba * vol->bs + off);
+  if (r)
+    stat_add (&vol->stats.backend_errors, 1);
+  *done = len;
+  return r;
+}
+
 /* Read from block lba: a hit, or a miss that may fill a run of up to
  * nmax blocks.  buf gets up to want bytes from byte off of the block;
- * returns the bytes delivered in *done.
+ * returns the bytes delivered in *done.  note: as for fill_run.
  */
 static int
 read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
             uint32_t off, uint32_t want, uint32_t nmax, bool bypass,
-            uint32_t *done)
+            struct miss_note *note, uint32_t *done)
 {
   struct hhc_stripe *st = index_stripe (&vol->idx, lba);
   uint32_t len = HHC_MIN (want, vol->bs - off);
@@ -139,9 +207,13 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
   s = wait_idle (vol, st, lba, ACT_BUSY);
   if (s == HHC_NIL)
     {
-      if (vol->conf.mode != HHC_MODE_PT && !bypass)
+      bool fill = vol->conf.mode != HHC_MODE_PT && !bypass;
+      if (fill && !admit_miss (vol, note, lba))
+        return bypass_run (vol, bctx, st, lba, nmax, note, buf, off, want,
+                           done);
+      if (fill)
         {
-          r = fill_run (vol, bctx, st, lba, nmax, buf, off, want, &k);
+          r = fill_run (vol, bctx, st, lba, nmax, note, buf, off, want, &k);
           *done = HHC_MIN ((uint64_t)want, (uint64_t)k * vol->bs - off);
           stat_add (&vol->stats.read_misses, k);
           return r;
@@ -171,6 +243,7 @@ hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
           uint64_t offset)
 {
   char *p = buf;
+  struct miss_note note = { 0, false };
   int r = check_range (vol, count, offset);
   bool bypass = r == 0 && seqcut_check (&vol->seqcut, offset, count, false);
 
@@ -186,7 +259,7 @@ hhc_read (struct hhc_volume *vol, void *bctx, void *buf, uint32_t count,
       uint64_t blocks = ((uint64_t)off + count + vol->bs - 1) / vol->bs;
       uint32_t nmax = HHC_MIN (blocks, (uint64_t)fill_run_max (vol));
       uint32_t n;
-      r = read_block (vol, bctx, lba, p, off, count, nmax, bypass, &n);
+      r = read_block (vol, bctx, lba, p, off, count, nmax, bypass, &note, &n);
       p += n;
       offset += n;
       count -= n;
@@ -212,8 +285,8 @@ hhc_prefetch (struct hhc_volume *vol, void *bctx, uint32_t count,
         hhc_unlock (&st->lock);
       else
         r = fill_run (vol, bctx, st, b,
-                      HHC_MIN (end - b, (uint64_t)fill_run_max (vol)), NULL, 0,
-                      0, &k);
+                      HHC_MIN (end - b, (uint64_t)fill_run_max (vol)), NULL,
+                      NULL, 0, 0, &k);
       b += k;
     }
   return r;

@@ -26,6 +26,8 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
   c->read_misses = stat_get (&s->read_misses);
   c->write_hits = stat_get (&s->write_hits);
   c->write_misses = stat_get (&s->write_misses);
+  c->read_fills = stat_get (&s->read_fills);
+  c->promote_bypassed = stat_get (&vol->promote.bypassed);
   c->evictions = stat_get (&s->evictions);
   c->writeback_blocks = stat_get (&s->writeback_blocks);
   c->writeback_errors = stat_get (&s->writeback_errors);
@@ -120,6 +122,19 @@ log_json (struct hhc_volume *vol)
   return o;
 }
 
+/* "promote": the policy, its settings and the misses it kept out. */
+static json_t *
+promote_json (struct hhc_volume *vol, const struct hhc_counts *c)
+{
+  const struct hhc_promote *p = &vol->promote;
+
+  return json_pack ("{s:s,s:I,s:I,s:I,s:I}", "policy",
+                    hhc_promote_to_string (vol->conf.promote), "hits",
+                    (json_int_t)p->hits, "window", (json_int_t)p->window,
+                    "entries", (json_int_t)promote_entries (p), "bypassed",
+                    (json_int_t)c->promote_bypassed);
+}
+
 char *
 hhc_stats_json (struct hhc_volume *vol)
 {
@@ -150,6 +165,8 @@ hhc_stats_json (struct hhc_volume *vol)
       json_decref (lat);
       return NULL;
     }
+  json_object_set_new (o, "read_fills", json_integer (c.read_fills));
+  json_object_set_new (o, "promote", promote_json (vol, &c));
   json_object_set_new (o, "writeback_blocks",
                        json_integer (c.writeback_blocks));
   json_object_set_new (o, "writeback_backlog", json_integer (c.dirty));

@@ -13,6 +13,7 @@ struct hhc_hist {
 
 struct hhc_stats {
   uint64_t read_hits, read_misses, write_hits, write_misses;
+  uint64_t read_fills; /* blocks read misses and prefetch put in the cache */
   uint64_t bytes_read, bytes_written;
   uint64_t evictions;
   uint64_t writeback_blocks, writeback_errors, writeback_retries;

@@ -64,6 +64,7 @@
 #include "passdown.h"
 #include "preopen.h"
 #include "seqcut.h"
+#include "promote.h"
 #include "stats.h"
 
 struct hhc_volume {
@@ -78,8 +79,9 @@ struct hhc_volume {
   struct hhc_index idx;
   struct hhc_lru lru;
   struct hhc_cache cache;
-  uint32_t bs;      /* block size */
-  uint64_t nblocks; /* blocks in the volume */
+  struct hhc_promote promote; /* promote=nhit's miss counts (no lock) */
+  uint32_t bs;                /* block size */
+  uint64_t nblocks;           /* blocks in the volume */
 
   /* Watermarks in slots. */
   uint64_t dirty_low, dirty_high, dirty_max;

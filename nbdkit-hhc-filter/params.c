@@ -353,6 +353,36 @@ set_seq_cutoff (const char *key, const char *value)
                         &params_conf.seq_cutoff);
 }
 
+static int
+set_promote (const char *key, const char *value)
+{
+  (void)key;
+  if (hhc_promote_from_string (value, &params_conf.promote) != 0)
+    {
+      nbdkit_error ("hhc: promote=%s: must be always or nhit", value);
+      return -1;
+    }
+  return 0;
+}
+
+static int
+set_promote_hits (const char *key, const char *value)
+{
+  return parse_uint (key, value, 1, HHC_PROMOTE_MAX_HITS,
+                     &params_conf.promote_hits);
+}
+
+static int
+set_promote_window (const char *key, const char *value)
+{
+  unsigned w;
+
+  if (parse_uint (key, value, 0, HHC_PROMOTE_MAX_WINDOW, &w) == -1)
+    return -1;
+  params_conf.promote_window = w;
+  return 0;
+}
+
 static const struct param {
   const char *key;
   int (*set) (const char *key, const char *value);
@@ -380,6 +410,9 @@ static const struct param {
   { "writeback-threads", set_writeback_threads },
   { "idle-ms", set_idle_ms },
   { "seq-cutoff", set_seq_cutoff },
+  { "promote", set_promote },
+  { "promote-hits", set_promote_hits },
+  { "promote-window", set_promote_window },
 };
 
 int

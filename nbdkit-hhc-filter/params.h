@@ -49,6 +49,12 @@ int params_check (void);
   "idle-ms=N               Full-speed write-back after N ms without\n"         \
   "                        requests (default 1000; 0: never).\n"               \
   "seq-cutoff=SIZE         Sequential streams longer than SIZE bypass the\n"   \
-  "                        cache (default 0: off)."
+  "                        cache (default 0: off).\n"                          \
+  "promote=always|nhit     Which read misses enter the cache (default\n"       \
+  "                        always).\n"                                         \
+  "promote-hits=N          nhit: misses of a block that promote it\n"          \
+  "                        (default 2).\n"                                     \
+  "promote-window=N        nhit: misses within which they count (default\n"    \
+  "                        0: the cache's slots)."
 
 #endif /* HHC_FILTER_PARAMS_H */

@@ -37,6 +37,15 @@ tail -1 "$tmp/campaign.out"
 grep -q '^crash: 24 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
+# promote=nhit: read misses counted and read around the cache until a
+# block's second miss (a small window, so that counts also expire).
+CAMPAIGN_PARAMS="promote=nhit promote-hits=2 promote-window=512" \
+  "$campaign" 2 800 wt wb hhc >"$tmp/nhit.out" 2>&1 ||
+  { cat "$tmp/nhit.out"; fail "the crash campaign with promote=nhit failed"; }
+tail -1 "$tmp/nhit.out"
+grep -q '^crash: 6 rounds passed, 0 lost or corrupt blocks' "$tmp/nhit.out" ||
+  fail "unexpected promote=nhit campaign summary: $(tail -1 "$tmp/nhit.out")"
+
 # Mode hhc with two log mirrors: a mirror lost, the SSD and a mirror
 # lost, a mirror corrupted and the SSD lost, every mirror lost.
 CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS="mirror ssdmirror corrupt allmirrors" \

@@ -278,6 +278,17 @@ static const struct error_case error_cases[] = {
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"dirty-max\": 50}}]}",
     "t.json:1:110: volumes[0].tuning.dirty-max: must be at least dirty-high "
     "(60)" },
+  { "tuning_promote",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
+    "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"promote\": "
+    "\"sometimes\"}}]}",
+    "t.json:1:108: volumes[0].tuning.promote: must be always or nhit" },
+  { "tuning_promote_hits",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
+    "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"promote\": "
+    "\"nhit\", \"promote-hits\": 256}}]}",
+    "t.json:1:132: volumes[0].tuning.promote-hits: must be a whole number from "
+    "1 to 255" },
   { "port_string",
     "{\"listen\": {\"port\": \"10809\"}, \"volumes\": [{\"name\": \"a\", "
     "\"backend\": {\"type\": \"file\", \"path\": \"/x\"}, \"cache\": \"/c\"}]}",

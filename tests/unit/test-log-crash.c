@@ -573,6 +573,14 @@ run_conf (struct run *r, uint64_t seed)
    * 2-3 block writes, and streams).
    */
   r->conf.seq_cutoff = (uint64_t[]){ 0, 1, 2 * BS, 0 }[seed % 4];
+  /* promote=nhit (N = 2, a window of 64 misses) in every other pair of
+   * seeds, from the seed too.
+   */
+  if (seed / 2 % 2)
+    {
+      r->conf.promote = HHC_PROMOTE_NHIT;
+      r->conf.promote_window = 64;
+    }
   r->conf.msgfn = test_msg;
   r->conf.nlogs = r->nlogs;
   r->conf.segment_size = SEG;
@@ -637,14 +645,15 @@ run_setup (struct run *r, uint64_t seed)
   snprintf (r->cfg, sizeof r->cfg,
             "%u log%s of %llu KiB, %u buffers, %u in flight%s, %u slots, "
             "%llu blocks, dirty %u/%u/%u, preferred block %u, "
-            "seq-cutoff %llu",
+            "seq-cutoff %llu, promote %s",
             r->nlogs, r->nlogs > 1 ? "s" : "",
             (unsigned long long)(r->log_size - LOG_REGION_OFF) / KiB,
             r->conf.log_buffers, r->conf.log_inflight,
             seed / 9 % 2 == 0 ? " (FUA)" : "", r->nslots,
             (unsigned long long)r->nblocks, r->conf.dirty_low,
             r->conf.dirty_high, r->conf.dirty_max, r->info.preferred_block,
-            (unsigned long long)r->conf.seq_cutoff);
+            (unsigned long long)r->conf.seq_cutoff,
+            hhc_promote_to_string (r->conf.promote));
 }
 
 /* The cut: at any counted call (device write or sync, backend write,
