@@ -53,7 +53,8 @@ struct wb_batch {
   void *bctx;
   struct wb_block *blocks;
   uint32_t nblocks;
-  char *data; /* nblocks * bs, in sorted order */
+  uint32_t nruns; /* blocks taken not right after the one before */
+  char *data;     /* nblocks * bs, in sorted order */
   struct wb_extent *ext;
   uint32_t next;
   uint32_t nextents;
@@ -84,15 +85,20 @@ claim (struct hhc_volume *vol, uint64_t lba, uint32_t *slotp)
 }
 
 /* Claim lba into the batch (a block already in it is busy: claim
- * refuses it).
+ * refuses it): at most max blocks in at most BATCH runs (a block not
+ * right after the last one taken starts one), so that the time of a
+ * batch of scattered blocks stays bounded.
  */
 static bool
-take (struct wb_batch *b, uint64_t lba)
+take (struct wb_batch *b, uint64_t lba, uint32_t max)
 {
+  bool starts = b->nblocks == 0 || b->blocks[b->nblocks - 1].lba + 1 != lba;
   uint32_t s;
 
-  if (lba >= b->vol->nblocks || !claim (b->vol, lba, &s))
+  if (b->nblocks >= max || (starts && b->nruns >= BATCH)
+      || lba >= b->vol->nblocks || !claim (b->vol, lba, &s))
     return false;
+  b->nruns += starts;
   b->blocks[b->nblocks++] = (struct wb_block){ lba, s, 0 };
   return true;
 }
@@ -109,20 +115,20 @@ select_blocks (struct wb_batch *b, uint32_t max)
                            : 1;
 
   per_chunk = HHC_MIN (per_chunk, 256u);
-  for (uint32_t i = 0; i < n && b->nblocks < max; i++)
+  for (uint32_t i = 0; i < n && b->nblocks < max && b->nruns < BATCH; i++)
     {
       uint64_t lba = slot_lba (&vol->idx.slots[cand[i]]);
       uint64_t c0 = lba / per_chunk * per_chunk;
 
-      if (!take (b, lba))
+      if (!take (b, lba, max))
         continue;
       /* The rest of the chunk, so extents fill whole objects. */
       for (uint64_t l = c0; l < c0 + per_chunk && b->nblocks < max; l++)
         if (l != lba)
-          (void)take (b, l);
+          (void)take (b, l, max);
       /* The run that follows, so extents are as long as the data. */
-      for (uint64_t l = HHC_MAX (lba + 1, c0 + per_chunk);
-           b->nblocks < max && take (b, l); l++)
+      for (uint64_t l = HHC_MAX (lba + 1, c0 + per_chunk); take (b, l, max);
+           l++)
         ;
     }
 }
@@ -243,18 +249,18 @@ write_extents (struct wb_batch *b, unsigned nthreads)
     pthread_join (th[i], NULL);
 }
 
-/* Allocate a batch of at most max blocks. */
+/* Allocate a batch of at most max blocks (their data buffer is sized
+ * when they are taken: read_blocks).
+ */
 static bool
 batch_alloc (struct wb_batch *b, uint32_t max)
 {
   b->blocks = malloc ((size_t)max * sizeof *b->blocks);
   b->ext = malloc ((size_t)max * sizeof *b->ext);
-  b->data = hhc_alloc_aligned ((size_t)max * b->vol->bs);
-  if (!b->blocks || !b->ext || !b->data)
+  if (!b->blocks || !b->ext)
     {
       free (b->blocks);
       free (b->ext);
-      free (b->data);
       return false;
     }
   pthread_mutex_init (&b->lock, NULL);
@@ -279,10 +285,13 @@ read_blocks (struct wb_batch *b)
   struct hhc_volume *vol = b->vol;
   int err = 0;
 
+  b->data = hhc_alloc_aligned ((size_t)b->nblocks * vol->bs);
   for (uint32_t i = 0; i < b->nblocks; i++)
     {
-      int r = cache_read_slot (&vol->cache, b->blocks[i].slot,
-                               b->data + (size_t)i * vol->bs, 0, vol->bs);
+      int r = b->data
+                  ? cache_read_slot (&vol->cache, b->blocks[i].slot,
+                                     b->data + (size_t)i * vol->bs, 0, vol->bs)
+                  : ENOMEM;
       if (r && !err)
         err = r;
       drop_busy (vol, &b->blocks[i]);
