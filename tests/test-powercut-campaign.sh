@@ -24,6 +24,15 @@ tail -1 "$tmp/campaign.out"
 grep -q '^powercut: 24 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
+# seq-cutoff=1: every request bypasses the cache (writes to the backend,
+# a dirty block updated in place), with promote=nhit on the reads.
+CAMPAIGN_PARAMS="seq-cutoff=1 promote=nhit" "$campaign" 2 800 wt wb hhc \
+  >"$tmp/seqcut.out" 2>&1 ||
+  { cat "$tmp/seqcut.out"; fail "the power-cut campaign with seq-cutoff=1 failed"; }
+tail -1 "$tmp/seqcut.out"
+grep -q '^powercut: 6 rounds passed, 0 lost or corrupt blocks' "$tmp/seqcut.out" ||
+  fail "unexpected seq-cutoff campaign summary: $(tail -1 "$tmp/seqcut.out")"
+
 st=0
 CAMPAIGN_LYING_DISK=backend "$campaign" 3 800 wt >"$tmp/negative.out" 2>&1 ||
   st=$?
