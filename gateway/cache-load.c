@@ -4,6 +4,8 @@
  */
 #include <config.h>
 
+#include <pthread.h>
+
 #include "cache.h"
 #include "cache_int.h"
 #include "common.h"
@@ -100,26 +102,110 @@ load_entries (struct hhc_cache *c, uint32_t p, const unsigned char *buf,
   return 0;
 }
 
-/* Load pages [p0, p0 + n): both copies read in one request each
- * (LOAD_CHUNK pages: the metadata is read nearly sequentially, in
- * large requests, as the start-up benchmark's limit reads it).
+/* The metadata is read by a reader thread, LOAD_CHUNK pages of each
+ * copy per request (nearly sequential, in large requests, as the
+ * start-up benchmark's limit reads it), into one of two buffers while
+ * the caller maps the chunk in the other: the read and the mapping
+ * overlap, and memory stays at two chunks.
  */
+enum { BUF_FREE, BUF_READY };
+
+struct loader {
+  struct hhc_cache *c;
+  unsigned char *bufs[2]; /* chunk k in bufs[k % 2]: copy A, then copy B */
+  uint32_t chunk_pages;   /* pages of each copy per buffer */
+  uint32_t nchunks;
+  pthread_mutex_t lock; /* protects the three below */
+  pthread_cond_t cond;
+  int state[2], err[2]; /* per buffer: BUF_*, the read's error */
+  bool stop;            /* the caller quits: read no more */
+};
+
+/* Read chunk k into its buffer. */
 static int
-load_chunk (struct hhc_cache *c, uint32_t p0, uint32_t n, unsigned char *bufs,
-            uint64_t *pseq, uint64_t nblocks)
+read_chunk (struct loader *l, uint32_t k)
 {
-  unsigned char *b = bufs + (size_t)LOAD_CHUNK * CACHE_PAGE;
-  size_t len = (size_t)n * CACHE_PAGE;
+  uint32_t p0 = k * l->chunk_pages;
+  uint32_t n = HHC_MIN (l->chunk_pages, l->c->npages - p0);
+  unsigned char *a = l->bufs[k % 2];
+  unsigned char *b = a + (size_t)l->chunk_pages * CACHE_PAGE;
+  int r = dev_pread (l->c->dev, a, (size_t)n * CACHE_PAGE,
+                     copy_offset (l->c, p0, 0));
+
+  if (r == 0)
+    r = dev_pread (l->c->dev, b, (size_t)n * CACHE_PAGE,
+                   copy_offset (l->c, p0, 1));
+  return r;
+}
+
+static void *
+reader_thread (void *arg)
+{
+  struct loader *l = arg;
+
+  for (uint32_t k = 0; k < l->nchunks; k++)
+    {
+      int i = k % 2, r;
+      hhc_lock (&l->lock);
+      while (l->state[i] != BUF_FREE && !l->stop)
+        pthread_cond_wait (&l->cond, &l->lock);
+      bool stop = l->stop;
+      hhc_unlock (&l->lock);
+      if (stop)
+        break;
+      r = read_chunk (l, k);
+      hhc_lock (&l->lock);
+      l->state[i] = BUF_READY;
+      l->err[i] = r;
+      pthread_cond_broadcast (&l->cond);
+      hhc_unlock (&l->lock);
+      if (r)
+        break;
+    }
+  return NULL;
+}
+
+/* Wait for chunk k (read here if there is no reader thread). */
+static int
+take_chunk (struct loader *l, uint32_t k, bool threaded)
+{
+  int i = k % 2, r;
+
+  if (!threaded)
+    return read_chunk (l, k);
+  hhc_lock (&l->lock);
+  while (l->state[i] != BUF_READY)
+    pthread_cond_wait (&l->cond, &l->lock);
+  r = l->err[i];
+  hhc_unlock (&l->lock);
+  return r;
+}
+
+static void
+give_back_chunk (struct loader *l, uint32_t k)
+{
+  hhc_lock (&l->lock);
+  l->state[k % 2] = BUF_FREE;
+  pthread_cond_broadcast (&l->cond);
+  hhc_unlock (&l->lock);
+}
+
+/* Map the pages of chunk k (read into its buffer). */
+static int
+map_chunk (struct loader *l, uint32_t k, uint64_t *pseq, uint64_t nblocks)
+{
+  struct hhc_cache *c = l->c;
+  uint32_t p0 = k * l->chunk_pages;
+  uint32_t n = HHC_MIN (l->chunk_pages, c->npages - p0);
+  const unsigned char *a = l->bufs[k % 2];
+  const unsigned char *b = a + (size_t)l->chunk_pages * CACHE_PAGE;
   int r;
 
-  if ((r = dev_pread (c->dev, bufs, len, copy_offset (c, p0, 0))) != 0
-      || (r = dev_pread (c->dev, b, len, copy_offset (c, p0, 1))) != 0)
-    return r;
   for (uint32_t i = 0; i < n; i++)
     {
       uint32_t p = p0 + i;
       size_t o = (size_t)i * CACHE_PAGE;
-      const unsigned char *pg = pick_page (c, p, bufs + o, b + o);
+      const unsigned char *pg = pick_page (c, p, a + o, b + o);
       if (pg == NULL)
         return EINVAL;
       pseq[p] = HHC_MAX (c->copy_seq[2 * p], c->copy_seq[2 * p + 1]);
@@ -130,30 +216,46 @@ load_chunk (struct hhc_cache *c, uint32_t p0, uint32_t n, unsigned char *bufs,
   return 0;
 }
 
-int
-cache_load (struct hhc_cache *c,
-            void (*found) (void *opaque, uint32_t slot, uint64_t lba,
-                           enum slot_state st),
-            void *opaque)
+/* Read and map every page: the reader thread reads chunk k + 1 while
+ * this maps chunk k (without a thread, when none can be started, it
+ * reads each chunk itself).  The thread is always joined.
+ */
+static int
+map_pages (struct loader *l, uint64_t *pseq, uint64_t nblocks)
 {
-  HHC_CLEANUP_FREE unsigned char *bufs
-      = hhc_alloc_aligned ((size_t)2 * LOAD_CHUNK * CACHE_PAGE);
-  HHC_CLEANUP_FREE uint64_t *pseq
-      = calloc ((size_t)c->npages, sizeof (uint64_t));
-  uint64_t nblocks = (c->volume_size + c->block_size - 1) / c->block_size;
-  int r;
+  pthread_t th;
+  bool threaded
+      = l->nchunks > 1 && pthread_create (&th, NULL, reader_thread, l) == 0;
+  int r = 0;
 
-  if (bufs == NULL || pseq == NULL)
-    return ENOMEM;
-  for (uint32_t p = 0; p < c->npages; p += LOAD_CHUNK)
+  for (uint32_t k = 0; r == 0 && k < l->nchunks; k++)
     {
-      uint32_t n = HHC_MIN ((uint32_t)LOAD_CHUNK, c->npages - p);
-      if ((r = load_chunk (c, p, n, bufs, pseq, nblocks)) != 0)
-        return r;
+      r = take_chunk (l, k, threaded);
+      if (r == 0)
+        r = map_chunk (l, k, pseq, nblocks);
+      if (threaded)
+        give_back_chunk (l, k);
     }
-  /* Report used slots, pool the free ones (highest number last, so
-   * allocation starts at slot 0).
-   */
+  if (threaded)
+    {
+      hhc_lock (&l->lock);
+      l->stop = true;
+      pthread_cond_broadcast (&l->cond);
+      hhc_unlock (&l->lock);
+      pthread_join (th, NULL);
+    }
+  return r;
+}
+
+/* Report used slots, pool the free ones (highest number last, so
+ * allocation starts at slot 0).
+ */
+static void
+report_slots (struct hhc_cache *c,
+              void (*found) (void *opaque, uint32_t slot, uint64_t lba,
+                             enum slot_state st),
+              void *opaque)
+{
   for (uint32_t s = c->nslots; s-- > 0;)
     {
       struct hhc_slot *sl = &c->idx->slots[s];
@@ -166,5 +268,37 @@ cache_load (struct hhc_cache *c,
       else
         found (opaque, s, slot_lba (sl), st);
     }
-  return 0;
+}
+
+int
+cache_load (struct hhc_cache *c,
+            void (*found) (void *opaque, uint32_t slot, uint64_t lba,
+                           enum slot_state st),
+            void *opaque)
+{
+  struct loader l = { .c = c, .state = { BUF_FREE, BUF_FREE } };
+  uint64_t nblocks = (c->volume_size + c->block_size - 1) / c->block_size;
+  size_t buflen;
+  HHC_CLEANUP_FREE uint64_t *pseq
+      = calloc ((size_t)c->npages, sizeof (uint64_t));
+  int r = ENOMEM;
+
+  l.chunk_pages = HHC_MIN (c->npages, (uint32_t)LOAD_CHUNK);
+  l.nchunks = (c->npages + l.chunk_pages - 1) / l.chunk_pages;
+  buflen = (size_t)2 * l.chunk_pages * CACHE_PAGE;
+  l.bufs[0] = hhc_alloc_aligned (buflen);
+  l.bufs[1] = l.nchunks > 1 ? hhc_alloc_aligned (buflen) : NULL;
+  if (pseq && l.bufs[0] && (l.nchunks == 1 || l.bufs[1]))
+    {
+      pthread_mutex_init (&l.lock, NULL);
+      pthread_cond_init (&l.cond, NULL);
+      r = map_pages (&l, pseq, nblocks);
+      pthread_cond_destroy (&l.cond);
+      pthread_mutex_destroy (&l.lock);
+    }
+  free (l.bufs[0]);
+  free (l.bufs[1]);
+  if (r == 0)
+    report_slots (c, found, opaque);
+  return r;
 }
