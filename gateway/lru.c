@@ -194,12 +194,21 @@ balance (struct hhc_lru *lru)
 }
 
 void
+lru_insert_locked (struct hhc_lru *lru, uint32_t slot, bool dirty)
+{
+  lru_unlink_locked (lru, slot);
+  if (dirty)
+    push_tail (lru, LRU_DIRTY, slot, false);
+  else
+    push_head (lru, LRU_COLD, slot, false);
+}
+
+void
 lru_insert_clean (struct hhc_lru *lru, uint32_t slot)
 {
   HHC_SCOPED_LOCK (&lru->lock);
 
-  lru_unlink_locked (lru, slot);
-  push_head (lru, LRU_COLD, slot, false);
+  lru_insert_locked (lru, slot, false);
 }
 
 void
@@ -207,8 +216,7 @@ lru_insert_dirty (struct hhc_lru *lru, uint32_t slot)
 {
   HHC_SCOPED_LOCK (&lru->lock);
 
-  lru_unlink_locked (lru, slot);
-  push_tail (lru, LRU_DIRTY, slot, false);
+  lru_insert_locked (lru, slot, true);
 }
 
 void

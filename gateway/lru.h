@@ -103,5 +103,9 @@ void lru_walk_start (struct hhc_lru *lru, struct lru_walk *w);
 uint32_t lru_walk_victim (struct hhc_lru *lru, struct lru_walk *w);
 /* lru_remove with the lock held. */
 void lru_unlink_locked (struct hhc_lru *lru, uint32_t slot);
+/* lru_insert_dirty (dirty) or lru_insert_clean with the lock held
+ * (or before any other thread can see the LRU: the load at open).
+ */
+void lru_insert_locked (struct hhc_lru *lru, uint32_t slot, bool dirty);
 
 #endif /* HHC_LRU_H */
