@@ -7,7 +7,16 @@
  * them succeeds, so they are sent again; passdowns (trims, zeros, pt
  * writes) and wt writes are sent once.  So a failed flush that may
  * have dropped one of those sets be_failed, and every later FLUSH
- * fails until the volume is reopened (bflush_end).
+ * fails until the volume is reopened.
+ *
+ * Which failures may have: one after a passdown ended that no
+ * successful flush covered yet (note_failure: be_written against
+ * be_flushed), and one while a passdown ran that then ends owed: it
+ * may have reached the backend before the flush (bflush_owed: the
+ * failure count at its start against the count at its end).  A
+ * passdown whose backend write failed and whose data went into the
+ * cache (write_direct's fallback) is not owed: a flush that failed
+ * meanwhile dropped nothing a FLUSH needs from the backend.
  *
  * Every backend flush, whoever makes it (a client's FLUSH, the
  * flusher, a connection's context at its close, the close), takes a
@@ -24,7 +33,8 @@
  *   bf_done[t % BF_WINDOW]   ticket t ended (t >= bf_done_below)
  *
  * Lock: bf_lock protects the three; be_failed, be_written, be_flushed
- * and pd.active are atomics.  No other lock is held while waiting.
+ * and bf_failures are atomics.  No other lock is held while waiting;
+ * bflush_owed is called under pd.lock and takes none.
  */
 #include <config.h>
 
@@ -43,24 +53,12 @@ bflush_begin (struct hhc_volume *vol, uint64_t *flushed)
   return vol->bf_next++;
 }
 
-/* A flush that began when be_flushed was flushed failed with err: set
- * be_failed if it may have dropped a passdown or a wt/pt write.
- */
+/* Make every later FLUSH fail (once: the first errno stays). */
 static void
-note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
+set_failed (struct hhc_volume *vol, int err)
 {
-  uint64_t w = load64 (&vol->be_written);
   int none = 0;
 
-  /* In pt and wt every client write went to the backend.  Without
-   * multi-conn be_flushed proves nothing about other connections.  A
-   * passdown still running may have reached the backend already (its
-   * be_written comes at its end).
-   */
-  if (hhc_mode_is_wb (vol->conf.mode)
-      && __atomic_load_n (&vol->pd.active, __ATOMIC_ACQUIRE) == 0
-      && (vol->info.multi_conn ? w <= flushed : w == 0))
-    return;
   if (__atomic_compare_exchange_n (&vol->be_failed, &none, err ? err : EIO,
                                    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
@@ -71,12 +69,43 @@ note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
              vol->dev->name, strerror (err ? err : EIO));
 }
 
+/* A flush that began when be_flushed was flushed failed with err (and
+ * bf_failures counts it): set be_failed if it may have dropped a
+ * passdown that ended or a wt/pt write.  A passdown still running is
+ * judged at its end (bflush_owed).
+ */
+static void
+note_failure (struct hhc_volume *vol, int err, uint64_t flushed)
+{
+  uint64_t w = __atomic_load_n (&vol->be_written, __ATOMIC_SEQ_CST);
+
+  /* In pt and wt every client write went to the backend.  Without
+   * multi-conn be_flushed proves nothing about other connections.
+   */
+  if (hhc_mode_is_wb (vol->conf.mode)
+      && (vol->info.multi_conn ? w <= flushed : w == 0))
+    return;
+  set_failed (vol, err);
+}
+
+void
+bflush_owed (struct hhc_volume *vol, uint64_t failures)
+{
+  /* Both sides sequentially consistent: of this increment and a
+   * failing flush's (bflush_end), whichever comes second sees the
+   * other, so a failure while the passdown ran is never missed.
+   */
+  __atomic_add_fetch (&vol->be_written, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n (&vol->bf_failures, __ATOMIC_SEQ_CST) != failures)
+    set_failed (vol, EIO);
+}
+
 void
 bflush_end (struct hhc_volume *vol, uint64_t ticket, int err, uint64_t flushed)
 {
   if (err)
     {
-      __atomic_add_fetch (&vol->bf_failures, 1, __ATOMIC_ACQ_REL);
+      __atomic_add_fetch (&vol->bf_failures, 1, __ATOMIC_SEQ_CST);
       note_failure (vol, err, flushed);
     }
   HHC_SCOPED_LOCK (&vol->bf_lock);

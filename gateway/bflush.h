@@ -15,7 +15,8 @@ struct hhc_volume;
  */
 uint64_t bflush_begin (struct hhc_volume *vol, uint64_t *flushed);
 /* It ended with err (0 or errno): a failure that may have dropped a
- * passdown (or a pt/wt write) sets be_failed.
+ * passdown that ended (or a pt/wt write) sets be_failed; one that ran
+ * meanwhile is judged at its end (bflush_owed).
  */
 void bflush_end (struct hhc_volume *vol, uint64_t ticket, int err,
                  uint64_t flushed);
@@ -25,6 +26,11 @@ void bflush_wait (struct hhc_volume *vol);
 int bflush_settle (struct hhc_volume *vol);
 /* How many backend flushes have failed so far. */
 uint64_t bflush_failures (struct hhc_volume *vol);
+/* A passdown that began when bflush_failures was failures ended and
+ * is owed: count it in be_written, and set be_failed if a backend
+ * flush failed since it began.
+ */
+void bflush_owed (struct hhc_volume *vol, uint64_t failures);
 /* A backend flush that began when be_written was w succeeded and
  * covers every connection (multi-conn): raise be_flushed to w.
  */

@@ -11,10 +11,14 @@
  *   active  passdowns between begin and end
  *   flushed the highest seq a completed backend flush covers
  *
+ * A passdown's ticket carries the failed-flush count at its start;
+ * an owed one compares it at its end (bflush_owed, bflush.c).
+ *
  * Lock: pd.lock (passdown.h); the fast paths read only atomics.
  */
 #include <config.h>
 
+#include "bflush.h"
 #include "common.h"
 #include "passdown.h"
 #include "vol.h"
@@ -25,13 +29,15 @@ passdown_seq (struct hhc_volume *vol)
   return load64 (&vol->pd.seq);
 }
 
-/* Record a passdown of blocks [first, last); returns its index in
- * run (PD_RUNNING if it did not fit: then every check says yes until
- * it ends).
+/* Record a passdown of blocks [first, last) in run (in overflow if it
+ * does not fit: then every check says yes until it ends), and the
+ * count of failed backend flushes so far, before it reaches the
+ * backend: a flush that failed before is no threat to it.
  */
-unsigned
+struct passdown_ticket
 passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
 {
+  uint64_t failures = bflush_failures (vol);
   HHC_SCOPED_LOCK (&vol->pd.lock);
   uint64_t id = ++vol->pd.next;
   unsigned i;
@@ -46,20 +52,20 @@ passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last)
     vol->pd.overflow++;
   __atomic_fetch_add (&vol->pd.active, 1, __ATOMIC_ACQ_REL);
   __atomic_store_n (&vol->pd.seq, id, __ATOMIC_RELEASE);
-  return i;
+  return (struct passdown_ticket){ i, failures };
 }
 
 void
-passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first, uint64_t last,
-              bool owed)
+passdown_end (struct hhc_volume *vol, struct passdown_ticket t, uint64_t first,
+              uint64_t last, bool owed)
 {
   HHC_SCOPED_LOCK (&vol->pd.lock);
   uint64_t id = ++vol->pd.next;
 
   if (owed)
-    __atomic_fetch_add (&vol->be_written, 1, __ATOMIC_ACQ_REL);
-  if (i < PD_RUNNING)
-    vol->pd.run[i].seq = 0;
+    bflush_owed (vol, t.failures);
+  if (t.i < PD_RUNNING)
+    vol->pd.run[t.i].seq = 0;
   else
     vol->pd.overflow--;
   /* Remember the end per region (every region once is enough for a

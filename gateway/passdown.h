@@ -42,19 +42,31 @@ struct hhc_passdowns {
   uint64_t active;  /* atomic: passdowns running */
 };
 
-/* Record a passdown of blocks [first, last) before it changes the
- * backend; returns its index for passdown_end (PD_RUNNING if it did
- * not fit: then every check says yes until it ends).
+/* A running passdown, from passdown_begin to passdown_end (the
+ * caller keeps it).
  */
-unsigned passdown_begin (struct hhc_volume *vol, uint64_t first, uint64_t last);
+struct passdown_ticket {
+  unsigned i;        /* index in run (PD_RUNNING: counted in overflow) */
+  uint64_t failures; /* bflush_failures when it began */
+};
+
+/* Record a passdown of blocks [first, last) before it changes the
+ * backend (if it did not fit in run, every check says yes until it
+ * ends).
+ */
+struct passdown_ticket passdown_begin (struct hhc_volume *vol, uint64_t first,
+                                       uint64_t last);
 /* It ended (successfully or not) and wakes writers waiting for it;
  * owed: it counts as a backend write (be_written) that the next FLUSH
- * flushes.  Not owed: a failed write whose data went into the cache
- * instead (write_direct's fallback), which no FLUSH needs the backend
- * for (a failing backend flush would make FLUSHes fail for good).
+ * flushes, and if a backend flush failed since it began (that flush
+ * may have dropped it) every later FLUSH fails (bflush_owed).  Not
+ * owed: a failed write whose data went into the cache instead
+ * (write_direct's fallback), which no FLUSH needs the backend for, so
+ * a backend flush that failed meanwhile does not make FLUSHes fail for
+ * good.
  */
-void passdown_end (struct hhc_volume *vol, unsigned i, uint64_t first,
-                   uint64_t last, bool owed);
+void passdown_end (struct hhc_volume *vol, struct passdown_ticket t,
+                   uint64_t first, uint64_t last, bool owed);
 /* The passdown sequence number now (take it before reading data that
  * is to be marked clean).
  */

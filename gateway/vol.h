@@ -98,7 +98,8 @@ struct hhc_volume {
   uint64_t be_flushed; /* atomic */
   void *bg_ctx;        /* hhc_start's backend context (flushed at close) */
   /* Sticky: a backend flush failed while a passdown (or a wt write)
-   * may have been unflushed.  A backend may drop what a failed flush
+   * may have been unflushed (bflush.c: a passdown that fell back to
+   * the cache does not count).  A backend may drop what a failed flush
    * did not write and then report a later flush as a success (Linux
    * does), and a passdown is never sent again: every later FLUSH
    * fails (this errno) until the volume is reopened, and the cache is

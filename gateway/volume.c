@@ -557,7 +557,7 @@ write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
   uint64_t first = offset / vol->bs;
   uint64_t last = (offset + count + vol->bs - 1) / vol->bs;
   struct u64_vec kept = { 0 }; /* dirty blocks: through the cache */
-  unsigned pd = passdown_begin (vol, first, last);
+  struct passdown_ticket pd = passdown_begin (vol, first, last);
   int r = invalidate_range (vol, first, last, hhc_mode_is_wb (vol->conf.mode),
                             &kept);
 
@@ -630,7 +630,7 @@ passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
       bool keep = zero && vol->conf.mode != HHC_MODE_PT;
       uint64_t first = start / vol->bs;
       uint64_t last = (end + vol->bs - 1) / vol->bs;
-      unsigned pd = passdown_begin (vol, first, last);
+      struct passdown_ticket pd = passdown_begin (vol, first, last);
       r = invalidate_range (vol, first, last, keep, &kept);
       if (r == 0)
         r = commit_invalidations (vol);

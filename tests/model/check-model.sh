@@ -38,7 +38,7 @@ configs=(
   "pipe2|-DINFLIGHT=2 -DMAXRUNS=1|two barriers in flight, each durable on each mirror in any order"
   "pipe2-runs2|-DINFLIGHT=2 -DMAXOPS=2|two barriers in flight, over two runs (restart, re-log)"
   "pipe3|-DINFLIGHT=3 -DMAXOPS=2|three barriers in flight"
-  "bfail|-DBFAIL -DMAXRUNS=1|backend flushes fail and drop unflushed writes: sticky FLUSH errors (fix 9, 10)"
+  "bfail|-DBFAIL -DMAXRUNS=1|backend flushes fail and drop unflushed writes: sticky FLUSH errors (fix 9, 10, 11)"
   "wal-mirrors|-DWAL -DMAXFAIL=2 -DMAXOPS=2|write-ahead log, mirrors failing down to none"
   "heal|-DHEAL -DMAXFAIL=2 -DMAXOPS=2 -DMAXRUNS=1|failed mirrors keep their stale log and heal; voided (fix 8)"
   "mirrors|-DMAXFAIL=2 -DMAXOPS=2|mirrors fail while running, down to none (wbflush)"

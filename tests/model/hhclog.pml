@@ -132,6 +132,7 @@
 #define C_REDO 7        /* starter (WAL): redo the log into the cache */
 #define C_REDO2 8       /* starter (WAL): commit, flush the backend */
 #endif
+#define C_TRIMEND 9     /* BFAIL: trim at the backend, passdown_end next */
 
 #define BIT(x) (1 << (x))
 #define MN(a, b) ((a) < (b) -> (a) : (b))
@@ -314,6 +315,7 @@ bool nolog;           /* every mirror failed, and no FLUSH wrote back since */
 byte bfails;          /* backend flushes failed so far */
 bool befail;          /* C: vol->be_failed: every FLUSH fails (sticky) */
 bool flfail;          /* a backend flush failed since the flusher's write */
+byte clbf[NCLIENT];   /* trim: bfails at its start (C: passdown_ticket) */
 #endif
 
 #ifdef WAL
@@ -813,6 +815,9 @@ inline c_trim1(c, x) {
   clv[c] = ev[x];
   clx[c] = x;
   pd[x]++;
+#ifdef BFAIL
+  clbf[c] = bfails;
+#endif
 #ifndef MUT_TRIM_NO_REVOKE
   if
   :: cst[x] == S_DIRTY -> log_revoke(x)
@@ -823,12 +828,16 @@ inline c_trim1(c, x) {
   cdat[x] = 0
 }
 
-/* Trim, second half: the backend trim (C: passdown_op, passdown_end). */
-inline c_trim2(c) {
-#if defined(WAL) && !defined(MUT_WAL_NO_TRIMCOMMIT)
-  commit();   /* C: commit_invalidations (the wb modes, hhc among them) */
+/* Trim, its end (C: passdown_end, owed): see c_trim2. */
+inline c_trim3(c) {
+#if defined(BFAIL) && !defined(MUT_PD_END_UNCHECKED)
+  if
+  :: bfails != clbf[c] ->
+     printf("MSC: a backend flush failed while trim %d ran\n", clx[c]);
+     befail = true
+  :: else
+  fi;
 #endif
-  bwrite(clx[c], TZ);
   trimunfl = true;
   pd[clx[c]]++;
   if
@@ -837,6 +846,23 @@ inline c_trim2(c) {
   fi;
   clx[c] = 0;
   clv[c] = 0
+}
+
+/* Trim, second half: the backend trim (C: passdown_op, passdown_end).
+ * BFAIL: two steps, the backend trim and passdown_end (c_trim3), so a
+ * backend flush may fail in between, having dropped the trim while
+ * trimunfl (C: be_written > be_flushed) does not show it yet: the
+ * trim's end makes FLUSHes fail if a flush failed since its start
+ * (C: bflush_owed; MUT_PD_END_UNCHECKED: it does not).
+ */
+inline c_trim2(c) {
+#if defined(WAL) && !defined(MUT_WAL_NO_TRIMCOMMIT)
+  commit();   /* C: commit_invalidations (the wb modes, hhc among them) */
+#endif
+  bwrite(clx[c], TZ);
+#ifndef BFAIL
+  c_trim3(c)
+#endif
 }
 
 /* No healthy log mirror: write back every dirty block and flush the
@@ -1136,7 +1162,12 @@ end_cl:
        :: else
        fi;
        barrier_progress(clst[c], clx[c], cltgt[c], clrev[c], 1) }
+#ifndef BFAIL
   :: atomic { up && clst[c] == C_TRIM -> c_trim2(c); clst[c] = C_IDLE }
+#else
+  :: atomic { up && clst[c] == C_TRIM -> c_trim2(c); clst[c] = C_TRIMEND }
+  :: atomic { up && clst[c] == C_TRIMEND -> c_trim3(c); clst[c] = C_IDLE }
+#endif
   :: atomic { up && clst[c] == C_WAIT && FLUSH_READY(c) -> flush_end(c) }
   :: atomic { IDLE(c) && opsleft == 0 -> clst[c] = C_DONE; cdone++ }
   od
@@ -1993,6 +2024,9 @@ inline forget_ram() {
     clrev[x] = 0;
     cls0[x] = 0;
     cls1[x] = 0
+#ifdef BFAIL
+    ; clbf[x] = 0
+#endif
   }
   x = 0;
   tailpos = 0; nextseq = 0; nused = 0; baseseq = 0; hpos = 0; hseq = 0;
