@@ -27,8 +27,9 @@
  * moving to a slot it passed, a copy-on-write does not publish while a
  * passdown on the block runs: it retries after it (as write_miss does).
  *
- * Reads and prefetch are in read.c, the claim helpers both use in
- * request.h; durability (invariant 4), FLUSH and FUA in flush.c.
+ * Reads and prefetch are in read.c, trims and zeros in trim.c, the
+ * invalidation and waits they share in invalidate.c, the claim helpers
+ * in request.h; durability (invariant 4), FLUSH and FUA in flush.c.
  */
 #include <config.h>
 
@@ -36,51 +37,14 @@
 
 #include "common.h"
 #include "flusher.h"
+#include "invalidate.h"
 #include "passdown.h"
 #include "reclaim.h"
 #include "request.h"
 #include "seqcut.h"
 #include "vol.h"
 
-/* Wait up to 50 ms for wait_cond (slots freed or cleaned, a passdown
- * ended); callers re-check their condition.
- */
-static void
-wait_a_little (struct hhc_volume *vol)
-{
-  struct timespec ts;
-
-  hhc_deadline (&ts, 50);
-  hhc_lock (&vol->wait_lock);
-  pthread_cond_timedwait (&vol->wait_cond, &vol->wait_lock, &ts);
-  hhc_unlock (&vol->wait_lock);
-}
-
-/* Wait (bounded) for the flusher to free or clean slots. */
-static void
-wait_for_flusher (struct hhc_volume *vol)
-{
-  flusher_kick (&vol->flusher);
-  wait_a_little (vol);
-}
-
-/* Wait until no trim/zero/pt write covering lba is running. */
-static void
-wait_passdowns (struct hhc_volume *vol, uint64_t lba)
-{
-  while (passdown_running (vol, lba))
-    wait_a_little (vol);
-}
-
 /* ---- backend helpers ---- */
-
-/* Bytes of block lba that lie inside the volume. */
-static uint32_t
-block_valid_len (struct hhc_volume *vol, uint64_t lba)
-{
-  uint64_t start = lba * vol->bs;
-  return (uint32_t)HHC_MIN ((uint64_t)vol->bs, vol->info.size - start);
-}
 
 static int
 be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
@@ -92,24 +56,6 @@ be_read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *blk)
     stat_add (&vol->stats.backend_errors, 1);
   memset (blk + n, 0, vol->bs - n);
   return r;
-}
-
-/* ---- stripe lock held below this line ---- */
-
-/* Drop a mapped, idle slot from the cache. */
-static void
-invalidate_locked (struct hhc_volume *vol, uint32_t s)
-{
-  if (slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
-    {
-      __atomic_fetch_sub (&vol->ndirty, 1, __ATOMIC_ACQ_REL);
-      if (vol->log)
-        log_revoke (vol->log, s, slot_lba (&vol->idx.slots[s]));
-    }
-  index_remove (&vol->idx, s);
-  lru_remove (&vol->lru, s);
-  cache_set_state (&vol->cache, s, SLOT_FREE);
-  cache_release_slot (&vol->cache, s);
 }
 
 /* ---- no lock held below this line ---- */
@@ -328,40 +274,6 @@ stall:
     }
 }
 
-/* Invalidate block lba (waiting for I/O and write-back on it).  With
- * keep_dirty, a dirty block is left alone and true returned: its
- * caller zeroes it in the cache instead.  (Freeing it would let a
- * crash that loses the backend's zero bring back older data than the
- * dirty block's, which a FLUSH may have covered.)
- */
-static bool
-invalidate_block (struct hhc_volume *vol, uint64_t lba, bool keep_dirty)
-{
-  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
-  HHC_SCOPED_LOCK (&st->lock);
-  uint32_t s = wait_idle (vol, st, lba, ACT_BUSY | ACT_WB);
-
-  if (s == HHC_NIL)
-    return false;
-  if (keep_dirty && slot_state (&vol->idx.slots[s]) >= SLOT_DIRTY)
-    return true;
-  invalidate_locked (vol, s);
-  return false;
-}
-
-/* Before a passdown changes the backend: in wb, clean blocks are
- * trusted after a crash, so every free of a clean slot made so far (by
- * this passdown, an earlier copy-on-write, eviction or passdown) must be
- * durable before the backend can hold the new data.
- */
-static int
-commit_invalidations (struct hhc_volume *vol)
-{
-  if (!hhc_mode_is_wb (vol->conf.mode))
-    return 0;
-  return cache_commit (&vol->cache);
-}
-/* Writes stall (never fail) while dirty blocks are at dirty-max. */
 static void
 throttle (struct hhc_volume *vol)
 {
@@ -435,87 +347,6 @@ vol_relog (struct hhc_volume *vol, uint32_t key, uint64_t lba)
   clear_flags (st, s, ACT_BUSY);
   hhc_unlock (&st->lock);
   return r;
-}
-
-/* Write zeros over a range with pwrite (backend without zero). */
-static int
-be_write_zeros (struct hhc_volume *vol, void *bctx, uint32_t count,
-                uint64_t offset)
-{
-  const uint32_t chunk = 1024 * 1024;
-  HHC_CLEANUP_FREE char *z = calloc (1, HHC_MIN (count, chunk));
-  int r = z ? 0 : ENOMEM;
-
-  while (r == 0 && count > 0)
-    {
-      uint32_t n = HHC_MIN (count, chunk);
-      r = vol->ops->pwrite (bctx, z, n, offset, false);
-      offset += n;
-      count -= n;
-    }
-  return r;
-}
-
-HHC_VECTOR (u64_vec, uint64_t)
-
-/* The backend's part of a trim or zero. */
-static int
-passdown_op (struct hhc_volume *vol, void *bctx, bool zero, uint64_t count,
-             uint64_t offset)
-{
-  if (!zero)
-    return vol->info.can_trim && vol->ops->trim
-               ? vol->ops->trim (bctx, count, offset)
-               : 0;
-  if (vol->info.can_zero && vol->ops->zero)
-    return vol->ops->zero (bctx, count, offset);
-  return be_write_zeros (vol, bctx, count, offset);
-}
-
-/* Zeros through the cache (the partial edges of a zero). */
-static int
-write_zeros (struct hhc_volume *vol, void *bctx, uint32_t n, uint64_t offset)
-{
-  HHC_CLEANUP_FREE char *z = calloc (1, n);
-
-  return z ? hhc_write (vol, bctx, z, n, offset, false) : ENOMEM;
-}
-
-/* Invalidate blocks [first, last) (see invalidate_block); the dirty
- * ones kept go to *kept.  A range of more blocks than the cache has
- * slots: scan the slots for mapped ones in the range, if any (a slot
- * that is still free may be being filled: the fill sees the running
- * passdown and does not publish, see the design note above).  The
- * passdown is running: first wait out every copy-on-write that checked
- * before it began (the check and the move are under one stripe lock),
- * else the scan could miss its new slot and the counts its block.
- */
-static int
-invalidate_range (struct hhc_volume *vol, uint64_t first, uint64_t last,
-                  bool keep, struct u64_vec *kept)
-{
-  if (last - first <= vol->idx.nslots)
-    {
-      for (uint64_t b = first; b < last; b++)
-        if (invalidate_block (vol, b, keep) && u64_vec_append (kept, b))
-          return ENOMEM;
-      return 0;
-    }
-  index_stripe_barrier (&vol->idx);
-  if (!index_any_mapped (&vol->idx, first, last))
-    return 0;
-  for (uint32_t s = 0; s < vol->idx.nslots; s++)
-    {
-      const struct hhc_slot *slot = &vol->idx.slots[s];
-      uint64_t lba;
-      if (slot_state (slot) == SLOT_FREE)
-        continue;
-      lba = slot_lba (slot);
-      if (lba >= first && lba < last && invalidate_block (vol, lba, keep)
-          && u64_vec_append (kept, lba))
-        return ENOMEM;
-    }
-  return 0;
 }
 
 /* Write through the cache, block by block. */
@@ -592,73 +423,4 @@ write_direct (struct hhc_volume *vol, void *bctx, const char *buf,
     }
   u64_vec_reset (&kept);
   return r;
-}
-
-/* Trim or zero: partial blocks at the edges of a zero are written
- * with zeros through the cache; whole blocks are invalidated and the
- * operation passed down.
- */
-static int
-passdown (struct hhc_volume *vol, void *bctx, bool zero, uint32_t count,
-          uint64_t offset, bool fua)
-{
-  uint64_t start = offset, end = offset + count;
-  struct u64_vec kept = { 0 }; /* dirty blocks to zero in the cache */
-  int r = check_range (vol, count, offset);
-
-  if (r)
-    return r;
-  note_io (vol);
-  if (vol->conf.mode != HHC_MODE_PT)
-    {
-      uint64_t e = offset + count;
-      /* Whole blocks: [start, end); a partial last block of the volume
-       * counts as whole.
-       */
-      start = HHC_ROUND_UP (offset, vol->bs);
-      end = e == vol->info.size ? e : e / vol->bs * vol->bs;
-      end = HHC_MAX (start, end);
-      if (zero && start > offset)
-        r = write_zeros (vol, bctx, HHC_MIN (start, e) - offset, offset);
-      if (zero && r == 0 && end < e)
-        r = write_zeros (vol, bctx, e - end, end);
-      if (r)
-        return r;
-    }
-  if (end > start)
-    {
-      bool keep = zero && vol->conf.mode != HHC_MODE_PT;
-      uint64_t first = start / vol->bs;
-      uint64_t last = (end + vol->bs - 1) / vol->bs;
-      struct passdown_ticket pd = passdown_begin (vol, first, last);
-      r = invalidate_range (vol, first, last, keep, &kept);
-      if (r == 0)
-        r = commit_invalidations (vol);
-      if (r == 0)
-        r = passdown_op (vol, bctx, zero, end - start, start);
-      if (r)
-        stat_add (&vol->stats.backend_errors, 1);
-      passdown_end (vol, pd, first, last, true);
-    }
-  for (size_t i = 0; r == 0 && i < kept.len; i++)
-    r = write_zeros (vol, bctx, block_valid_len (vol, kept.ptr[i]),
-                     kept.ptr[i] * vol->bs);
-  u64_vec_reset (&kept);
-  if (r == 0 && fua)
-    r = hhc_flush (vol, bctx);
-  return r;
-}
-
-int
-hhc_trim (struct hhc_volume *vol, void *bctx, uint32_t count, uint64_t offset,
-          bool fua)
-{
-  return passdown (vol, bctx, false, count, offset, fua);
-}
-
-int
-hhc_zero (struct hhc_volume *vol, void *bctx, uint32_t count, uint64_t offset,
-          bool fua)
-{
-  return passdown (vol, bctx, true, count, offset, fua);
 }
