@@ -3,7 +3,7 @@
 # profile_args, hdd_start, fio_nbd and step; scripts/bench/policies.py
 # does the small measurements.  Side files in $work: scan.tsv, burst.tsv
 # (+ burst-POLICY-RUN.bw.log timelines), hitmodel.tsv.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154
 
 pol_py () { python3 "$root/scripts/bench/policies.py" "$@"; }
 
@@ -55,7 +55,7 @@ scan_probe ()
 # scan_case POLICY RUN C: one case of exp_scan, a row of scan.tsv.
 scan_case ()
 {
-  local p=$1 r=$2 c=$3 hot=$(($3 * 7 / 8)) name=scan-$1-$r d b0 b1 b2 s0 s1 before during after \
+  local p=$1 r=$2 c=$3 hot=$(($3 * 7 / 8)) name=scan-$1-$2 d b0 b1 b2 s0 s1 before during after \
     iops mbps n=1024
   d=$work/$name
   [ "$quick" = no ] || n=512
@@ -118,7 +118,7 @@ exp_scan ()
 {
   local c r p
   c=$(mib "$ws")
-  step "scan: hot set ${c}M/2, scan $((c * 4))M, cache ${c}M, RAID5 backend"
+  step "scan: hot set $((c * 7 / 8))M, scan $((c * 4))M, cache ${c}M, RAID5 backend"
   : >"$work/scan.tsv"
   for r in $(seq "$runs"); do
     for p in always nhit cutoff nhit-cutoff; do scan_case "$p" "$r" "$c"; done
