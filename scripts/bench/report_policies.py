@@ -82,7 +82,6 @@ def scan_section(work, out):
                   f"{fmt(a['seq_bypass_bytes'], 0, 1 / 1048576)} |")
     dat = os.path.join(work, "scan.dat")
     with open(dat, "w") as f:
-        f.write("policy during after\n")
         for p in pols:
             f.write(f"{p} {agg[p]['hit_during']['median']:.4f} {agg[p]['hit_after']['median']:.4f}\n")
     gnuplot(f"""set terminal pngcairo size 900,520 font ',10'
