@@ -5,7 +5,8 @@ README.md (tables, goals) from the raw results in the scratch folder.
 Inputs in --work: results.tsv (exp, profile, case, policy, run, iops,
 fsync p50/p99/p999 in us), hdd.tsv (the HDD models' calibration,
 scripts/bench/bounds.py), stats.jsonl (the filter's stats= files),
-lru.json, index.jsonl, ram.jsonl.  Every figure is a median over the
+lru.json, index.jsonl, ram.jsonl, and scan.tsv, burst.tsv, hitmodel.tsv
+(scripts/bench/report_policies.py).  Every figure is a median over the
 runs with its min and max; ratios are between medians of one invocation.
 """
 import argparse
@@ -17,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bounds  # noqa: E402
+import report_policies  # noqa: E402
 
 POLICY_ORDER = ["raw", "pt", "wt", "wbflush", "wb", "hhc", "hhc-head", "hhc-file", "cache"]
 TITLES = {
@@ -380,6 +382,8 @@ def main():
                    f"{slope:.1f} bytes per extra block (includes the allocator's and the "
                    f"page table's share; the fixed buffers cancel out)."]
         md.append("")
+    pol_md, pol_res = report_policies.sections(work, out)
+    md += pol_md
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     res = {"date": a.date, "machine": a.machine, "command": a.command,
@@ -387,7 +391,8 @@ def main():
            "experiments": a.exps.split(), "elapsed_s": int(a.elapsed),
            "block": agg, "filter_stats": stats, "lru": lru,
            "index": [dict(lock=k[0], threads=k[1], mops=stat(v)) for k, v in idx_agg.items()],
-           "ram": ram, "hdd_calibration": cal, "hdd_bounds": bounds.rows(agg, cal)}
+           "ram": ram, "hdd_calibration": cal, "hdd_bounds": bounds.rows(agg, cal),
+           "policies": pol_res}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     print("\n".join(md))
