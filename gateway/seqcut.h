@@ -5,7 +5,9 @@
  * of recent streams, each keyed by the offset its next request is
  * expected at.  A request that starts where a stream of its direction
  * (read or write) expects adds its length to the stream; any other
- * starts a stream in the least recently used entry.  A stream whose
+ * starts a stream in an unused entry, else the shortest of the less
+ * recently used half (so that random requests do not push a long
+ * stream out between two of its requests).  A stream whose
  * accumulated length exceeds the cutoff is sequential, from the
  * request that crosses it on.  No allocation per request.
  *
@@ -13,7 +15,7 @@
  *   len == 0    unused
  *   next        byte after the stream's last request
  *   len         bytes the stream has moved so far (saturating)
- *   used        tick of its last request (LRU eviction)
+ *   used        tick of its last request (which half it is in)
  *
  * What a sequential request does is the request paths' business
  * (read.c: misses are read from the backend and not cached; volume.c:

@@ -118,6 +118,32 @@ test_eviction (void **state)
   seqcut_destroy (&sc);
 }
 
+/* A scan of 1 MiB requests with 100 random 4K requests of another
+ * client between each two: the random ones, each a stream of its own,
+ * must not push the scan out of the table (plain LRU did: the scan
+ * never passed the cutoff).  The scan passes 1 MiB at its second
+ * request; a random request never does.
+ */
+static void
+test_scan_among_random (void **state)
+{
+  struct hhc_seqcut sc;
+  uint64_t x = 12345;
+
+  seqcut_init (&sc, 1024 * KiB);
+  for (uint64_t i = 0; i < 8; i++)
+    {
+      assert_int_equal (req (&sc, i * 1024 * KiB, 1024 * KiB), i >= 1);
+      for (unsigned k = 0; k < 100; k++)
+        {
+          x = x * 6364136223846793005u + 1442695040888963407u;
+          uint64_t off = (1ull << 40) + (x >> 24) * 4096;
+          assert_false (req (&sc, off, 4096));
+        }
+    }
+  seqcut_destroy (&sc);
+}
+
 /* ---- volumes ---- */
 
 /* A volume of 64 blocks (as many slots) whose flusher stays quiet. */
@@ -550,6 +576,7 @@ main (void)
     cmocka_unit_test (test_interleaved),
     cmocka_unit_test (test_jump),
     cmocka_unit_test (test_eviction),
+    cmocka_unit_test (test_scan_among_random),
     cmocka_unit_test (test_read_bypass),
     cmocka_unit_test (test_write_bypass_wt),
     cmocka_unit_test (test_dirty_overwrite_wb),
