@@ -88,7 +88,6 @@ struct hhc_volume {
   uint32_t free_low, evict_batch;
 
   uint64_t ndirty;     /* atomic: slots in state dirty */
-  uint64_t wb_run_ns;  /* atomic: last batch's time per extent (writeback.c) */
   uint64_t last_io_ns; /* atomic: last client request */
   /* Writes that went to the backend directly (trim, zero, pt) bump
    * be_written; a backend flush that started after the n-th such

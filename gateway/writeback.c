@@ -8,9 +8,8 @@
  *      preferred-size chunk, up to BATCH_BYTES in all: a batch of
  *      contiguous runs is BATCH_BYTES in a few large extents that
  *      keep every writer busy, one of random blocks at most BATCH
- *      runs, and fewer when the last batch's time per run says they
- *      would take more than 250 ms or writers wait at dirty-max
- *      (batch_runs: the time a batch takes is a writer's wait);
+ *      runs (which bounds the time a batch takes; two per writer
+ *      thread while writers wait at dirty-max: batch_runs);
  *   2. claim each (stripe lock): still mapped, dirty, not busy ->
  *      ACT_BUSY | ACT_WB, ACT_REDIRTY cleared;
  *   3. read their data from the SSD, then drop ACT_BUSY (clients may
@@ -361,28 +360,19 @@ batch_error (const struct wb_batch *b, int ferr)
   return ferr;
 }
 
-/* Runs in a batch.  Its slots come free only after its backend flush,
- * so a batch's length is how long a writer at dirty-max may wait: a
- * full batch (BATCH runs of scattered 64 KiB blocks, ~1 s on the RAID5
- * profile) held a write burst at 0.38 of the backend's rate for that
- * long (bench/run burst).  So as many runs as the last batch's time
- * per extent (wb_run_ns) says fit in BATCH_TARGET_NS (the first batch, with nothing
- * measured, and every batch while writers wait at dirty-max: two per
- * writer thread), between that and BATCH.
+/* A batch's slots come free only after its backend flush.  While
+ * writers wait at dirty-max, a batch of two runs per writer thread
+ * (at most BATCH_BYTES) frees slots at about the pace the backend
+ * takes writes; a full batch (BATCH runs) made a write burst wait for
+ * its whole length: 0.38 of the backend's rate in the first second
+ * (bench/run burst, 64 KiB random writes).  Else BATCH runs.
  */
-#define BATCH_TARGET_NS 250000000u
-
 static uint32_t
 batch_runs (struct hhc_volume *vol, unsigned nthreads)
 {
-  uint32_t few = HHC_MIN (HHC_MAX (2 * nthreads, 4u), (unsigned)BATCH);
-  uint64_t per = __atomic_load_n (&vol->wb_run_ns, __ATOMIC_RELAXED);
-
-  if (per == 0
-      || __atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) >= vol->dirty_max)
-    return few;
-  return (uint32_t)HHC_MAX (HHC_MIN (BATCH_TARGET_NS / per, (uint64_t)BATCH),
-                            (uint64_t)few);
+  if (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) < vol->dirty_max)
+    return BATCH;
+  return HHC_MIN (HHC_MAX (2 * nthreads, 4u), (unsigned)BATCH);
 }
 
 long
@@ -421,12 +411,7 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
       goto out;
     }
   make_extents (&b);
-  uint64_t t0 = hhc_now_ns ();
   ferr = write_and_flush (&b, nthreads);
-  if (b.nextents > 0) /* a run is an extent unless longer than one */
-    __atomic_store_n (&vol->wb_run_ns,
-                      HHC_MAX ((hhc_now_ns () - t0) / b.nextents, (uint64_t)1),
-                      __ATOMIC_RELAXED);
   err = batch_error (&b, ferr);
   cleaned = finish_blocks (&b, ferr, seq);
   if (err)
