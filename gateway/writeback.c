@@ -8,8 +8,7 @@
  *      preferred-size chunk, up to BATCH_BYTES in all: a batch of
  *      contiguous runs is BATCH_BYTES in a few large extents that
  *      keep every writer busy, one of random blocks at most BATCH
- *      runs (which bounds the time a batch takes; two per writer
- *      thread while writers wait at dirty-max: batch_runs);
+ *      runs (which bounds the time a batch takes);
  *   2. claim each (stripe lock): still mapped, dirty, not busy ->
  *      ACT_BUSY | ACT_WB, ACT_REDIRTY cleared;
  *   3. read their data from the SSD, then drop ACT_BUSY (clients may
@@ -55,9 +54,8 @@ struct wb_batch {
   void *bctx;
   struct wb_block *blocks;
   uint32_t nblocks;
-  uint32_t nruns;   /* blocks taken not right after the one before */
-  uint32_t maxruns; /* BATCH, or fewer when writers wait (batch_size) */
-  char *data;       /* nblocks * bs, in sorted order */
+  uint32_t nruns; /* blocks taken not right after the one before */
+  char *data;     /* nblocks * bs, in sorted order */
   struct wb_extent *ext;
   uint32_t next;
   uint32_t nextents;
@@ -98,7 +96,7 @@ take (struct wb_batch *b, uint64_t lba, uint32_t max)
   bool starts = b->nblocks == 0 || b->blocks[b->nblocks - 1].lba + 1 != lba;
   uint32_t s;
 
-  if (b->nblocks >= max || (starts && b->nruns >= b->maxruns)
+  if (b->nblocks >= max || (starts && b->nruns >= BATCH)
       || lba >= b->vol->nblocks || !claim (b->vol, lba, &s))
     return false;
   b->nruns += starts;
@@ -118,7 +116,7 @@ select_blocks (struct wb_batch *b, uint32_t max)
                            : 1;
 
   per_chunk = HHC_MIN (per_chunk, 256u);
-  for (uint32_t i = 0; i < n && b->nblocks < max && b->nruns < b->maxruns; i++)
+  for (uint32_t i = 0; i < n && b->nblocks < max && b->nruns < BATCH; i++)
     {
       uint64_t lba = slot_lba (&vol->idx.slots[cand[i]]);
       uint64_t c0 = lba / per_chunk * per_chunk;
@@ -360,21 +358,6 @@ batch_error (const struct wb_batch *b, int ferr)
   return ferr;
 }
 
-/* A batch's slots come free only after its backend flush.  While
- * writers wait at dirty-max, a batch of two runs per writer thread
- * (at most BATCH_BYTES) frees slots at about the pace the backend
- * takes writes; a full batch (BATCH runs) made a write burst wait for
- * its whole length: 0.38 of the backend's rate in the first second
- * (bench/run burst, 64 KiB random writes).  Else BATCH runs.
- */
-static uint32_t
-batch_runs (struct hhc_volume *vol, unsigned nthreads)
-{
-  if (__atomic_load_n (&vol->ndirty, __ATOMIC_ACQUIRE) < vol->dirty_max)
-    return BATCH;
-  return HHC_MIN (HHC_MAX (2 * nthreads, 4u), (unsigned)BATCH);
-}
-
 long
 flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
 {
@@ -389,7 +372,6 @@ flusher_batch (struct hhc_volume *vol, void *bctx, unsigned nthreads)
     return -EIO;
   if (!batch_alloc (&b, max))
     return -ENOMEM;
-  b.maxruns = batch_runs (vol, nthreads);
   select_blocks (&b, max);
   qsort (b.blocks, b.nblocks, sizeof *b.blocks, cmp_lba);
   err = read_blocks (&b);

@@ -104,44 +104,11 @@ test_scattered_chunk_mates_bounded (void **state)
   env_free (&e);
 }
 
-/* Writers at dirty-max: a batch of two runs per writer thread, so that
- * slots come free at the backend's pace (a full batch of 256 runs held
- * a write burst for its whole length); below dirty-max, 256 runs.
- */
-static void
-test_pressed_batch_small (void **state)
-{
-  struct env e;
-  uint64_t w;
-
-  env_open (&e, 1024, 64 << 20, 0);
-  /* 512 scattered dirty blocks, then dirty-max set below them (as if
-   * writers waited) and, for the second batch, above them.
-   */
-  for (uint64_t l = 0; l < 1024; l += 2)
-    write_v (&e, l, 1);
-  e.vol->dirty_max = 400;
-  membackend_reset_counts (e.mb);
-  assert_true (flusher_batch (e.vol, e.mb, 4) > 0);
-  w = membackend_count (e.mb, MB_WRITES);
-  assert_true (w >= 1 && w <= 8);
-  e.vol->dirty_max = 1000;
-  membackend_reset_counts (e.mb);
-  assert_true (flusher_batch (e.vol, e.mb, 4) > 0);
-  assert_true (membackend_count (e.mb, MB_WRITES) > 8);
-  while (flusher_batch (e.vol, e.mb, 4) > 0)
-    ;
-  for (uint64_t l = 0; l < 1024; l += 2)
-    assert_true (backend_has (&e, l, 1));
-  env_free (&e);
-}
-
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_scattered_chunk_mates_bounded),
-    cmocka_unit_test (test_pressed_batch_small),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
