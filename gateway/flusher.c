@@ -99,6 +99,9 @@ flusher_thread (void *arg)
         p.go = false;
       if (p.go && now >= bo.retry_at)
         n = flusher_batch (vol, f->bctx, vol->conf.writeback_threads);
+      /* What the batch cleaned can be evicted now, not a round later. */
+      if (n > 0 && vol_needs_reclaim (vol))
+        vol_reclaim (vol);
       hhc_lock (&f->lock);
       f->batches++;
       f->last_err = n < 0 ? (int)-n : 0;

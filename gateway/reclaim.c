@@ -67,11 +67,27 @@ vol_evict (struct hhc_volume *vol, uint32_t n)
   return done;
 }
 
+/* Up to RECLAIM_CHUNKS evictions of evict_batch each, until the pool
+ * and the pending list together hold twice free_low: one chunk per
+ * flusher round held a write burst (every write a miss needing slots)
+ * to evict_batch slots per write-back batch.
+ */
+#define RECLAIM_CHUNKS 8
+
 int
 vol_reclaim (struct hhc_volume *vol)
 {
-  uint32_t n = vol_evict (vol, vol->evict_batch);
+  uint32_t n = 0, k;
   int r = 0;
+
+  for (unsigned i = 0; i < RECLAIM_CHUNKS; i++)
+    {
+      n += k = vol_evict (vol, vol->evict_batch);
+      if (k == 0
+          || cache_nfree (&vol->cache) + cache_npending (&vol->cache)
+                 >= 2 * vol->free_low)
+        break;
+    }
 
   if (n > 0 || cache_npending (&vol->cache) > 0)
     r = cache_commit (&vol->cache);

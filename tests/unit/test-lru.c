@@ -541,10 +541,12 @@ test_hits_race_eviction (void **state)
     lru_insert_clean (&f->lru, s);
   for (int i = 0; i < 2; i++)
     assert_int_equal (pthread_create (&t[i], NULL, race_hits, &r[i]), 0);
+  uint32_t hot_seen = 0;
   for (int round = 0; round < 20000; round++)
     {
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
+      hot_seen = HHC_MAX (hot_seen, f->lru.count[LRU_HOT]);
       s = evict_one (f);
       if (s != HHC_NIL)
         lru_unlink_locked (&f->lru, s);
@@ -560,7 +562,11 @@ test_hits_race_eviction (void **state)
   pthread_mutex_unlock (&f->lru.lock);
   assert_int_equal (
       lru_count (&f->lru, LRU_HOT) + lru_count (&f->lru, LRU_COLD), RACE_SLOTS);
-  assert_true (lru_count (&f->lru, LRU_HOT) > 0); /* hits were promoted */
+  /* Hits were promoted at some point: not necessarily at the end (the
+   * walks go on into hot after the hits stop, and under ASan the hit
+   * threads may finish first: CI failed so once).
+   */
+  assert_true (hot_seen > 0);
   fixture_free (f);
 }
 
