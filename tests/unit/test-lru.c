@@ -546,7 +546,8 @@ test_hits_race_eviction (void **state)
     {
       uint32_t s;
       pthread_mutex_lock (&f->lru.lock);
-      hot_seen = HHC_MAX (hot_seen, f->lru.count[LRU_HOT]);
+      if (f->lru.count[LRU_HOT] > hot_seen)
+        hot_seen = f->lru.count[LRU_HOT];
       s = evict_one (f);
       if (s != HHC_NIL)
         lru_unlink_locked (&f->lru, s);
