@@ -6,9 +6,7 @@
 
 #include <stdio.h>
 
-#include "bflush.h"
 #include "common.h"
-#include "passdown.h"
 #include "reclaim.h"
 #include "flusher.h"
 #include "pace.h"

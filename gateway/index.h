@@ -79,6 +79,13 @@ struct hhc_stripe {
   struct hhc_active *active;
   uint32_t nactive, capactive;
   uint32_t nwaiters; /* threads in stripe_wait (none: no broadcast) */
+  /* For readers without the lock (index_read_begin): gen is odd while
+   * a lock holder changes the stripe's chains or its count of ACT_BUSY
+   * slots (nbusy), and moves on with every such change.  Written under
+   * the lock, read atomically by anyone.
+   */
+  uint32_t gen;
+  uint32_t nbusy;
 };
 
 struct hhc_index {
@@ -119,6 +126,18 @@ enum slot_state slot_state (const struct hhc_slot *s);
  */
 void index_prefetch_bucket (const struct hhc_index *idx, uint64_t lba);
 void index_prefetch_chain (const struct hhc_index *idx, uint64_t lba);
+
+/* A hit without the stripe lock (a seqlock read): begin returns the
+ * stripe's generation, or an odd value when a lock holder is changing
+ * it or one of its slots is ACT_BUSY (then take the lock instead).
+ * index_lookup_unlocked may be wrong, may give up (HHC_NIL) on a long
+ * chain, and what is read from the slot it names counts only if
+ * index_read_end then says the generation did not move: no slot of the
+ * stripe was mapped, unmapped or claimed in between.
+ */
+uint32_t index_read_begin (const struct hhc_stripe *st);
+uint32_t index_lookup_unlocked (const struct hhc_index *idx, uint64_t lba);
+bool index_read_end (const struct hhc_stripe *st, uint32_t gen);
 
 /* ---- stripe lock of the LBA must be held below this line ---- */
 

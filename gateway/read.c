@@ -72,8 +72,11 @@ claim_fill_locked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
   t = cache_alloc_slot (&vol->cache);
   if (t != HHC_NIL)
     {
-      index_insert (&vol->idx, t, lba);
+      /* BUSY first: a read without the lock never sees t mapped, idle
+       * and not yet filled.
+       */
       active_set (st, t, ACT_BUSY);
+      index_insert (&vol->idx, t, lba);
     }
   return t;
 }
@@ -189,6 +192,36 @@ bypass_run (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
   return r;
 }
 
+/* A hit that takes no lock: look lba up and read its slot between two
+ * looks at the stripe's generation (index_read_begin).  If any slot of
+ * the stripe was mapped, unmapped or claimed ACT_BUSY meanwhile (a
+ * write in place, a fill, an eviction that let the slot go to another
+ * block), what was read is dropped and the caller reads under the
+ * lock.  Returns false for that, for a miss, and while the stripe has
+ * a busy slot; true with *r set when the read counts.
+ */
+static bool
+read_hit_unlocked (struct hhc_volume *vol, struct hhc_stripe *st, uint64_t lba,
+                   char *buf, uint32_t off, uint32_t len, int *r)
+{
+  uint32_t gen = index_read_begin (st), s;
+
+  if (gen & 1)
+    return false;
+  s = index_lookup_unlocked (&vol->idx, lba);
+  if (s == HHC_NIL)
+    return false;
+  *r = cache_read_slot (&vol->cache, s, buf, off, len);
+  if (!index_read_end (st, gen))
+    return false;
+  stat_add (&vol->stats.read_hits, 1);
+  lru_touch (&vol->lru, s);
+  if (*r)
+    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR, "%s: reading slot %u: %s",
+             vol->dev->name, s, strerror (*r));
+  return true;
+}
+
 /* Read from block lba: a hit, or a miss that may fill a run of up to
  * nmax blocks.  buf gets up to want bytes from byte off of the block;
  * returns the bytes delivered in *done.  note: as for fill_run.
@@ -203,6 +236,11 @@ read_block (struct hhc_volume *vol, void *bctx, uint64_t lba, char *buf,
   uint32_t s, k;
   int r;
 
+  if (read_hit_unlocked (vol, st, lba, buf, off, len, &r))
+    {
+      *done = len;
+      return r;
+    }
   hhc_lock (&st->lock);
   s = wait_idle (vol, st, lba, ACT_BUSY);
   if (s == HHC_NIL)

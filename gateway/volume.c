@@ -159,14 +159,13 @@ write_hit (struct hhc_volume *vol, void *bctx, struct hhc_stripe *st,
     }
 
   hhc_lock (&st->lock);
+  /* The slot may now differ from the backend: drop it, while it is
+   * still BUSY, so that no read without the lock sees it in between.
+   */
+  if (r && state == SLOT_CLEAN && (active_get (st, s) & ~ACT_BUSY) == 0)
+    invalidate_locked (vol, s);
   clear_flags (st, s, ACT_BUSY);
-  if (r && state == SLOT_CLEAN)
-    {
-      /* The slot may now differ from the backend: drop it. */
-      if (active_get (st, s) == 0)
-        invalidate_locked (vol, s);
-    }
-  else if (r == 0)
+  if (r == 0)
     lru_touch (&vol->lru, s);
   hhc_unlock (&st->lock);
   return r;
@@ -254,8 +253,8 @@ write_block (struct hhc_volume *vol, void *bctx, uint64_t lba, const char *buf,
       s = cache_alloc_slot (&vol->cache);
       if (s != HHC_NIL)
         {
+          active_set (st, s, ACT_BUSY); /* before it is mapped: read.c */
           index_insert (&vol->idx, s, lba);
-          active_set (st, s, ACT_BUSY);
         }
       hhc_unlock (&st->lock);
 stall:

@@ -19,47 +19,23 @@
 #include "membackend.h"
 #include "preopen.h"
 #include "vol.h"
+#include "volenv.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
 
-struct env {
-  struct membackend *mb;
-  struct hhc_dev *cdev;
-  struct hhc_backend_info info;
-  struct hhc_conf conf;
-  struct hhc_preopened pre;
-  struct hhc_volume *vol;
-};
-
 static void
-env_open (struct env *e, uint32_t nslots, uint64_t backend_size,
+env_open (struct volenv *e, uint32_t nslots, uint64_t backend_size,
           uint32_t preferred)
 {
-  memset (e, 0, sizeof *e);
-  e->mb = membackend_new (backend_size);
-  assert_non_null (e->mb);
-  assert_int_equal (
-      crashdev_create (test_cache_dev_size (nslots, BS), &e->cdev), 0);
+  volenv_init (e, HHC_MODE_WB, nslots, backend_size);
   e->info = membackend_info (e->mb, preferred, "membackend:flusher-batch");
-  hhc_conf_init (&e->conf);
   e->conf.dirty_max = 99;
-  e->pre.cache = e->cdev;
-  e->conf.msgfn = test_msg;
-  assert_int_equal (
-      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
+  assert_int_equal (volenv_try_open (e), 0);
 }
 
 static void
-env_free (struct env *e)
-{
-  hhc_close (e->vol);
-  crashdev_destroy (e->cdev);
-  membackend_free (e->mb);
-}
-
-static void
-write_v (struct env *e, uint64_t lba, uint64_t version)
+write_v (struct volenv *e, uint64_t lba, uint64_t version)
 {
   unsigned char blk[BS];
 
@@ -68,7 +44,7 @@ write_v (struct env *e, uint64_t lba, uint64_t version)
 }
 
 static bool
-backend_has (struct env *e, uint64_t lba, uint64_t version)
+backend_has (struct volenv *e, uint64_t lba, uint64_t version)
 {
   unsigned char blk[BS];
 
@@ -86,7 +62,7 @@ backend_has (struct env *e, uint64_t lba, uint64_t version)
 static void
 test_scattered_chunk_mates_bounded (void **state)
 {
-  struct env e;
+  struct volenv e;
   long n;
 
   env_open (&e, 8192, 128 << 20, 1 << 20);
@@ -101,7 +77,7 @@ test_scattered_chunk_mates_bounded (void **state)
     ;
   for (uint64_t l = 0; l < 128 * 256; l += 8)
     assert_true (backend_has (&e, l, 1));
-  env_free (&e);
+  volenv_free (&e);
 }
 
 int

@@ -27,6 +27,7 @@
 #include "membackend.h"
 #include "preopen.h"
 #include "promote.h"
+#include "volenv.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
@@ -210,64 +211,28 @@ test_concurrent (void **state)
 
 /* ---- a volume with promote=nhit ---- */
 
-struct env {
-  struct membackend *mb;
-  struct hhc_dev *cdev;
-  struct hhc_backend_info info;
-  struct hhc_conf conf;
-  struct hhc_preopened pre;
-  struct hhc_volume *vol;
-};
-
 /* A volume of 1 MiB on a cache of nslots slots, nhit with N = 2. */
 static void
-env_open (struct env *e, enum hhc_mode mode, uint32_t nslots)
+env_open (struct volenv *e, enum hhc_mode mode, uint32_t nslots)
 {
   static unsigned char blk[BS];
 
-  memset (e, 0, sizeof *e);
-  e->mb = membackend_new (1 << 20);
-  assert_non_null (e->mb);
+  volenv_init (e, mode, nslots, 1 << 20);
   for (uint64_t l = 0; l < 256; l++)
     {
       pattern_fill (blk, l, 0, SECTORS, 0);
       membackend_poke (e->mb, blk, BS, l * BS);
     }
-  assert_int_equal (
-      crashdev_create (test_cache_dev_size (nslots, BS), &e->cdev), 0);
-  e->info = membackend_info (e->mb, 0, "membackend:promote");
-  hhc_conf_init (&e->conf);
-  e->pre.cache = e->cdev;
-  e->conf.msgfn = test_msg;
-  e->conf.mode = mode;
   e->conf.promote = HHC_PROMOTE_NHIT;
-  assert_int_equal (
-      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
+  assert_int_equal (volenv_try_open (e), 0);
   assert_int_equal (hhc_start (e->vol, e->mb), 0);
-}
-
-static void
-env_free (struct env *e)
-{
-  if (e->vol)
-    hhc_close (e->vol);
-  crashdev_destroy (e->cdev);
-  membackend_free (e->mb);
-}
-
-static struct hhc_counts
-counts (struct env *e)
-{
-  struct hhc_counts c;
-  hhc_get_counts (e->vol, &c);
-  return c;
 }
 
 /* Read count bytes at offset and compare with want, or with the
  * backend's bytes if want is NULL.
  */
 static void
-read_want (struct env *e, uint32_t count, uint64_t offset,
+read_want (struct volenv *e, uint32_t count, uint64_t offset,
            const unsigned char *want)
 {
   static unsigned char buf[64 * BS], back[64 * BS];
@@ -282,7 +247,7 @@ read_want (struct env *e, uint32_t count, uint64_t offset,
 }
 
 static void
-read_check (struct env *e, uint32_t count, uint64_t offset)
+read_check (struct volenv *e, uint32_t count, uint64_t offset)
 {
   read_want (e, count, offset, NULL);
 }
@@ -290,25 +255,25 @@ read_check (struct env *e, uint32_t count, uint64_t offset)
 static void
 test_volume_read_twice (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct hhc_counts c;
 
   env_open (&e, HHC_MODE_WB, 64);
   read_check (&e, BS, 3 * BS);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_fills, 0);
   assert_int_equal (c.clean, 0);
   assert_int_equal (c.promote_bypassed, 1);
   read_check (&e, BS, 3 * BS);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_fills, 1);
   assert_int_equal (c.clean, 1);
   read_check (&e, BS, 3 * BS);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_hits, 1);
   assert_int_equal (c.read_misses, 2);
   assert_int_equal (membackend_count (e.mb, MB_READS), 2);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* A 16-block read missed once: one backend read, nothing cached; the
@@ -318,18 +283,18 @@ test_volume_read_twice (void **state)
 static void
 test_volume_runs (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct hhc_counts c;
 
   env_open (&e, HHC_MODE_WB, 64);
   read_check (&e, 16 * BS - 700, 300);
   assert_int_equal (membackend_count (e.mb, MB_READS), 1);
-  assert_int_equal (counts (&e).read_fills, 0);
+  assert_int_equal (volenv_counts (&e).read_fills, 0);
   read_check (&e, 16 * BS - 700, 300);
   assert_int_equal (membackend_count (e.mb, MB_READS), 2);
-  assert_int_equal (counts (&e).read_fills, 16);
+  assert_int_equal (volenv_counts (&e).read_fills, 16);
   read_check (&e, 32 * BS, 0);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (membackend_count (e.mb, MB_READS), 3);
   assert_int_equal (c.read_hits, 16);
   assert_int_equal (c.read_fills, 16);
@@ -337,8 +302,8 @@ test_volume_runs (void **state)
   /* Blocks 16..31 were counted once each: now they fill, in one run. */
   read_check (&e, 16 * BS, 16 * BS);
   assert_int_equal (membackend_count (e.mb, MB_READS), 4);
-  assert_int_equal (counts (&e).read_fills, 32);
-  env_free (&e);
+  assert_int_equal (volenv_counts (&e).read_fills, 32);
+  volenv_free (&e);
 }
 
 /* Writes are cached as the mode says; prefetch always fills. */
@@ -350,17 +315,17 @@ test_volume_writes_prefetch (void **state)
 
   for (size_t m = 0; m < 2; m++)
     {
-      struct env e;
+      struct volenv e;
       env_open (&e, modes[m], 64);
       pattern_fill (blk, 40, 0, SECTORS, 1);
       assert_int_equal (hhc_write (e.vol, e.mb, blk, BS, 40 * BS, false), 0);
       assert_int_equal (hhc_prefetch (e.vol, e.mb, 4 * BS, 50 * BS), 0);
-      assert_int_equal (counts (&e).read_fills, 4);
+      assert_int_equal (volenv_counts (&e).read_fills, 4);
       read_want (&e, BS, 40 * BS, blk);
       read_check (&e, 4 * BS, 50 * BS);
-      assert_int_equal (counts (&e).read_hits, 5);
-      assert_int_equal (counts (&e).promote_bypassed, 0);
-      env_free (&e);
+      assert_int_equal (volenv_counts (&e).read_hits, 5);
+      assert_int_equal (volenv_counts (&e).promote_bypassed, 0);
+      volenv_free (&e);
     }
 }
 
@@ -368,7 +333,7 @@ test_volume_writes_prefetch (void **state)
  * expected contents.
  */
 static void
-random_op (struct env *e, unsigned char *shadow, uint64_t *seed)
+random_op (struct volenv *e, unsigned char *shadow, uint64_t *seed)
 {
   static unsigned char buf[8 * BS];
   uint64_t off = test_rand_below (seed, 64 * BS);
@@ -410,18 +375,18 @@ test_volume_random (void **state)
 
   for (size_t m = 0; m < 4; m++)
     {
-      struct env e;
+      struct volenv e;
       env_open (&e, modes[m], 32);
       membackend_peek (e.mb, false, shadow, sizeof shadow, 0);
       for (int i = 0; i < 3000; i++)
         random_op (&e, shadow, &seed);
       if (modes[m] != HHC_MODE_PT)
-        assert_true (counts (&e).read_fills > 0);
+        assert_true (volenv_counts (&e).read_fills > 0);
       assert_int_equal (hhc_drain (e.vol, e.mb), 0);
       read_want (&e, 64 * BS, 0, shadow);
       membackend_peek (e.mb, false, shadow + 64 * BS, 64 * BS, 0);
       assert_memory_equal (shadow, shadow + 64 * BS, 64 * BS);
-      env_free (&e);
+      volenv_free (&e);
     }
 }
 
@@ -429,21 +394,14 @@ test_volume_random (void **state)
 static void
 test_volume_bad_conf (void **state)
 {
-  struct env e;
+  struct volenv e;
 
-  memset (&e, 0, sizeof e);
-  e.mb = membackend_new (1 << 20);
-  assert_int_equal (crashdev_create (test_cache_dev_size (64, BS), &e.cdev), 0);
-  e.info = membackend_info (e.mb, 0, "membackend:promote");
-  hhc_conf_init (&e.conf);
-  e.pre.cache = e.cdev;
-  e.conf.msgfn = test_msg;
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
   e.conf.promote = HHC_PROMOTE_NHIT;
   e.conf.promote_hits = 0;
-  assert_int_equal (
-      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), EINVAL);
+  assert_int_equal (volenv_try_open (&e), EINVAL);
   e.vol = NULL;
-  env_free (&e);
+  volenv_free (&e);
 }
 
 int

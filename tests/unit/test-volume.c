@@ -21,59 +21,11 @@
 #include "flusher.h"
 #include "membackend.h"
 #include "preopen.h"
+#include "volenv.h"
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
 #define TIMEOUT_MS 30000
-
-struct env {
-  struct membackend *mb;
-  struct hhc_dev *cdev;
-  struct hhc_backend_info info;
-  struct hhc_conf conf;
-  struct hhc_preopened pre; /* devices given to hhc_open */
-  struct hhc_volume *vol;
-};
-
-static void
-env_init (struct env *e, enum hhc_mode mode, uint32_t nslots,
-          uint64_t backend_size)
-{
-  memset (e, 0, sizeof *e);
-  e->mb = membackend_new (backend_size);
-  assert_non_null (e->mb);
-  assert_int_equal (
-      crashdev_create (test_cache_dev_size (nslots, BS), &e->cdev), 0);
-  e->info = membackend_info (e->mb, 0, "membackend:volume");
-  hhc_conf_init (&e->conf);
-  e->pre.cache = e->cdev;
-  e->conf.msgfn = test_msg;
-  e->conf.mode = mode;
-}
-
-static void
-env_open (struct env *e)
-{
-  assert_int_equal (
-      hhc_open (&e->conf, &e->pre, &membackend_ops, &e->info, &e->vol), 0);
-}
-
-static void
-env_free (struct env *e)
-{
-  if (e->vol)
-    hhc_close (e->vol);
-  crashdev_destroy (e->cdev);
-  membackend_free (e->mb);
-}
-
-static struct hhc_counts
-counts (struct env *e)
-{
-  struct hhc_counts c;
-  hhc_get_counts (e->vol, &c);
-  return c;
-}
 
 static void
 random_bytes (unsigned char *p, size_t n, uint64_t *s)
@@ -84,7 +36,7 @@ random_bytes (unsigned char *p, size_t n, uint64_t *s)
 
 /* Fill the backend (current and durable) with random bytes. */
 static void
-randomize_backend (struct env *e, unsigned char *shadow, uint64_t seed)
+randomize_backend (struct volenv *e, unsigned char *shadow, uint64_t seed)
 {
   uint64_t size = membackend_size (e->mb);
 
@@ -116,7 +68,7 @@ shadow_trim (unsigned char *shadow, enum hhc_mode mode, uint64_t size,
 static void
 random_ops (enum hhc_mode mode, uint64_t size, uint64_t seed, int nops)
 {
-  struct env e;
+  struct volenv e;
   unsigned char *shadow = malloc (size), *got = malloc (size);
   unsigned char buf[3 * BS + 100];
   uint64_t s = seed;
@@ -124,9 +76,9 @@ random_ops (enum hhc_mode mode, uint64_t size, uint64_t seed, int nops)
 
   assert_non_null (shadow);
   assert_non_null (got);
-  env_init (&e, mode, 64, size);
+  volenv_init (&e, mode, 64, size);
   randomize_backend (&e, shadow, seed * 77);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_start (e.vol, e.mb), 0);
   for (int i = 0; i < nops; i++)
     {
@@ -211,13 +163,13 @@ random_ops (enum hhc_mode mode, uint64_t size, uint64_t seed, int nops)
   assert_memory_equal (got, shadow, size);
   if (mode == HHC_MODE_PT)
     {
-      struct hhc_counts c = counts (&e);
+      struct hhc_counts c = volenv_counts (&e);
       assert_int_equal (c.read_hits, 0);
       assert_int_equal (c.free, c.slots);
     }
   free (shadow);
   free (got);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 static void
@@ -250,17 +202,17 @@ test_random_odd_size (void **state)
 static void
 test_out_of_range (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char buf[BS];
 
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, (1 << 20) - 100), EINVAL);
   assert_int_equal (hhc_write (e.vol, e.mb, buf, 2, 1 << 20, false), EINVAL);
   assert_int_equal (hhc_trim (e.vol, e.mb, BS, UINT64_MAX - 10, false), EINVAL);
   assert_int_equal (hhc_zero (e.vol, e.mb, 1, 1 << 20, false), EINVAL);
   assert_int_equal (hhc_read (e.vol, e.mb, buf, 100, (1 << 20) - 100), 0);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- pt caches nothing ---- */
@@ -268,12 +220,12 @@ test_out_of_range (void **state)
 static void
 test_pt_no_cache (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char buf[BS];
   struct hhc_counts c;
 
-  env_init (&e, HHC_MODE_PT, 64, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_PT, 64, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   for (int round = 0; round < 3; round++)
     for (uint64_t l = 0; l < 10; l++)
       assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, l * BS), 0);
@@ -281,12 +233,12 @@ test_pt_no_cache (void **state)
   memset (buf, 1, sizeof buf);
   assert_int_equal (hhc_write (e.vol, e.mb, buf, BS, 0, false), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, 0), 0);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_hits, 0);
   assert_int_equal (c.read_misses, 31);
   assert_int_equal (c.free, c.slots);
   assert_int_equal (membackend_count (e.mb, MB_READS), 31);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- read-miss coalescing ---- */
@@ -329,7 +281,7 @@ miss_hook (void *opaque, uint64_t offset, uint32_t count)
 }
 
 struct reader {
-  struct env *e;
+  struct volenv *e;
   uint64_t lba;
   int result;
   bool ok;
@@ -350,7 +302,7 @@ reader_run (void *arg)
 static void
 test_read_miss_coalescing (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct miss_probe p;
   struct reader rd[READERS];
   pthread_t th[READERS];
@@ -358,10 +310,10 @@ test_read_miss_coalescing (void **state)
   struct timespec ts;
   struct hhc_counts c;
 
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
   pattern_fill (blk, 9, 0, SECTORS, 0);
   membackend_poke (e.mb, blk, BS, 9 * BS);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   memset (&p, 0, sizeof p);
   pthread_mutex_init (&p.lock, NULL);
   pthread_cond_init (&p.cond, NULL);
@@ -390,12 +342,12 @@ test_read_miss_coalescing (void **state)
     }
   membackend_set_hook (e.mb, MB_OP_READ, NULL, NULL);
   assert_int_equal (p.reads, 1);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_misses, 1);
   assert_int_equal (c.read_hits, READERS - 1);
   pthread_mutex_destroy (&p.lock);
   pthread_cond_destroy (&p.cond);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- trim and zero invalidate, FUA makes them durable ---- */
@@ -403,25 +355,25 @@ test_read_miss_coalescing (void **state)
 static void
 test_trim_zero_fua (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char blk[BS], want[BS], zero[BS];
   uint64_t flushes;
   struct hhc_counts c;
 
   memset (zero, 0, sizeof zero);
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   for (uint64_t l = 0; l < 10; l++)
     {
       pattern_fill (blk, l, 0, SECTORS, 1);
       assert_int_equal (hhc_write (e.vol, e.mb, blk, BS, l * BS, false), 0);
     }
-  assert_int_equal (counts (&e).dirty, 10);
+  assert_int_equal (volenv_counts (&e).dirty, 10);
 
   /* Trim blocks 2 and 3 (whole) with FUA. */
   flushes = membackend_count (e.mb, MB_FLUSHES);
   assert_int_equal (hhc_trim (e.vol, e.mb, 2 * BS, 2 * BS, true), 0);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.dirty, 8);
   assert_int_equal (membackend_count (e.mb, MB_TRIMS), 1);
   assert_true (membackend_count (e.mb, MB_FLUSHES) > flushes);
@@ -464,7 +416,7 @@ test_trim_zero_fua (void **state)
       membackend_peek (e.mb, true, blk, BS, l * BS);
       assert_memory_equal (blk, want, BS);
     }
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* A trim of a block under write-back waits for it: the backend must
@@ -510,7 +462,7 @@ wb_hold_hook (void *opaque, uint64_t offset, uint32_t count)
 }
 
 struct trim_arg {
-  struct env *e;
+  struct volenv *e;
   struct wb_hold *h;
   int result;
 };
@@ -535,7 +487,7 @@ trim_run (void *arg)
 static void *
 drain_run (void *arg)
 {
-  struct env *e = arg;
+  struct volenv *e = arg;
 
   hhc_drain (e->vol, e->mb);
   return NULL;
@@ -544,7 +496,7 @@ drain_run (void *arg)
 static void
 test_trim_during_writeback (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct wb_hold h;
   struct trim_arg t;
   pthread_t td, tt;
@@ -553,8 +505,8 @@ test_trim_during_writeback (void **state)
   bool trim_early;
 
   memset (zero, 0, sizeof zero);
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   pattern_fill (blk, 8, 0, SECTORS, 1);
   assert_int_equal (hhc_write (e.vol, e.mb, blk, BS, 8 * BS, false), 0);
   memset (&h, 0, sizeof h);
@@ -583,10 +535,10 @@ test_trim_during_writeback (void **state)
   assert_memory_equal (blk, zero, BS);
   assert_int_equal (hhc_read (e.vol, e.mb, blk, BS, 8 * BS), 0);
   assert_memory_equal (blk, zero, BS);
-  assert_int_equal (counts (&e).dirty, 0);
+  assert_int_equal (volenv_counts (&e).dirty, 0);
   pthread_mutex_destroy (&h.lock);
   pthread_cond_destroy (&h.cond);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- prefetch ---- */
@@ -594,26 +546,26 @@ test_trim_during_writeback (void **state)
 static void
 test_prefetch (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char buf[BS];
   struct hhc_counts c;
   uint64_t reads;
 
-  env_init (&e, HHC_MODE_WT, 64, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WT, 64, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_prefetch (e.vol, e.mb, 16 * BS - 100, 4 * BS + 50), 0);
   reads = membackend_count (e.mb, MB_READS);
   assert_int_equal (reads, 1); /* the 16 blocks in one backend read */
   for (uint64_t l = 4; l < 20; l++)
     assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, l * BS), 0);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_hits, 16);
   assert_int_equal (c.read_misses, 0);
   assert_int_equal (membackend_count (e.mb, MB_READS), reads);
   /* Prefetching cached blocks reads nothing. */
   assert_int_equal (hhc_prefetch (e.vol, e.mb, 16 * BS, 4 * BS), 0);
   assert_int_equal (membackend_count (e.mb, MB_READS), reads);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* A large read miss fetches its blocks from the backend in runs (one
@@ -622,12 +574,12 @@ test_prefetch (void **state)
 static void
 test_read_miss_runs (void **state)
 {
-  struct env e;
+  struct volenv e;
   static unsigned char buf[64 * BS], want[64 * BS];
   struct hhc_counts c;
 
-  env_init (&e, HHC_MODE_WB, 128, 1 << 20);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WB, 128, 1 << 20);
+  assert_int_equal (volenv_try_open (&e), 0);
   /* Block 10 cached first: the 64-block read is two runs around it. */
   assert_int_equal (hhc_read (e.vol, e.mb, buf, BS, 10 * BS), 0);
   assert_int_equal (membackend_count (e.mb, MB_READS), 1);
@@ -635,13 +587,13 @@ test_read_miss_runs (void **state)
   assert_int_equal (membackend_count (e.mb, MB_READS), 3);
   membackend_peek (e.mb, false, want, 64 * BS - 1000, 500);
   assert_memory_equal (buf, want, 64 * BS - 1000);
-  c = counts (&e);
+  c = volenv_counts (&e);
   assert_int_equal (c.read_misses, 64);
   assert_int_equal (c.read_hits, 1);
   /* All cached now: no backend read. */
   assert_int_equal (hhc_read (e.vol, e.mb, buf, 64 * BS, 0), 0);
   assert_int_equal (membackend_count (e.mb, MB_READS), 3);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- concurrent writers ---- */
@@ -650,7 +602,7 @@ test_read_miss_runs (void **state)
 #define WBLOCKS 256
 
 struct writer {
-  struct env *e;
+  struct volenv *e;
   unsigned t;
   uint64_t last[WBLOCKS]; /* version per block (own blocks only) */
   int errors;
@@ -692,14 +644,14 @@ writer_run (void *arg)
 static void
 test_concurrent_writers (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct writer *w = calloc (WRITERS, sizeof *w);
   pthread_t th[WRITERS];
   unsigned char buf[BS], want[BS];
 
   assert_non_null (w);
-  env_init (&e, HHC_MODE_WB, 64, WBLOCKS * BS);
-  env_open (&e);
+  volenv_init (&e, HHC_MODE_WB, 64, WBLOCKS * BS);
+  assert_int_equal (volenv_try_open (&e), 0);
   /* A slow backend: write-back overlaps the writers more. */
   membackend_set_write_delay (e.mb, 100);
   assert_int_equal (hhc_start (e.vol, e.mb), 0);
@@ -738,7 +690,7 @@ test_concurrent_writers (void **state)
       assert_int_equal (membackend_cmp (e.mb, true, want, BS, l * BS), 0);
     }
   free (w);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* ---- a failed backend flush is sticky ----
@@ -785,14 +737,14 @@ stats_has (struct hhc_volume *vol, const char *needle)
 static void
 sticky_write (enum hhc_mode mode)
 {
-  struct env e;
+  struct volenv e;
   unsigned char a[BS], b[BS], got[BS];
 
   memset (a, 'A', BS);
   memset (b, 'B', BS);
-  env_init (&e, mode, 64, 1 << 20);
+  volenv_init (&e, mode, 64, 1 << 20);
   membackend_set_drop_on_flush_error (e.mb, true);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_write (e.vol, e.mb, a, BS, X, false), 0);
   assert_int_equal (hhc_flush (e.vol, e.mb), 0);
   assert_int_equal (flush_errors (e.vol), 0);
@@ -815,7 +767,7 @@ sticky_write (enum hhc_mode mode)
 
   (void)hhc_close (e.vol); /* may report the failure */
   e.vol = NULL;
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, got, BS, X), 0);
   if (memcmp (got, a, BS) != 0)
     fail_msg ("mode %s: after a close that followed a failed backend "
@@ -825,7 +777,7 @@ sticky_write (enum hhc_mode mode)
                                          "closed"
                                        : "neither A nor B");
   assert_int_equal (hhc_flush (e.vol, e.mb), 0); /* reopened */
-  env_free (&e);
+  volenv_free (&e);
 }
 
 static void
@@ -847,14 +799,14 @@ test_sticky_flush_wt (void **state)
 static void
 sticky_passdown (enum hhc_mode mode, bool trim)
 {
-  struct env e;
+  struct volenv e;
   unsigned char a[BS], got[BS];
 
   memset (a, 'A', BS);
-  env_init (&e, mode, 64, 1 << 20);
+  volenv_init (&e, mode, 64, 1 << 20);
   membackend_poke (e.mb, a, BS, X);
   membackend_set_drop_on_flush_error (e.mb, true);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, got, BS, X), 0);
   assert_memory_equal (got, a, BS);
   if (trim)
@@ -869,7 +821,7 @@ sticky_passdown (enum hhc_mode mode, bool trim)
     fail_msg ("mode %s: a FLUSH after a failed backend flush did not fail "
               "(the backend dropped the %s of x)",
               hhc_mode_to_string (mode), trim ? "trim" : "zero");
-  env_free (&e);
+  volenv_free (&e);
 }
 
 static void
@@ -885,17 +837,17 @@ test_sticky_flush_passdown (void **state)
  * flusher's backend flush fail); false after TIMEOUT_MS.
  */
 static bool
-wait_writeback_error (struct env *e)
+wait_writeback_error (struct volenv *e)
 {
   struct timespec nap = { 0, 1000000 };
 
   for (unsigned ms = 0; ms < TIMEOUT_MS; ms++)
     {
-      if (counts (e).writeback_errors > 0)
+      if (volenv_counts (e).writeback_errors > 0)
         return true;
       nanosleep (&nap, NULL);
     }
-  return counts (e).writeback_errors > 0;
+  return volenv_counts (e).writeback_errors > 0;
 }
 
 /* wb: x=A read (clean) and zeroed; the backend's flushes fail; y is
@@ -906,16 +858,16 @@ wait_writeback_error (struct env *e)
 static void
 test_sticky_flush_flusher (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char a[BS], c[BS], got[BS];
 
   memset (a, 'A', BS);
   memset (c, 'C', BS);
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
   e.conf.idle_ms = 10; /* write back as soon as the client is quiet */
   membackend_poke (e.mb, a, BS, X);
   membackend_set_drop_on_flush_error (e.mb, true);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_start (e.vol, e.mb), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, got, BS, X), 0);
   assert_int_equal (hhc_zero (e.vol, e.mb, BS, X, false), 0);
@@ -927,7 +879,7 @@ test_sticky_flush_flusher (void **state)
   if (hhc_flush (e.vol, e.mb) != EIO)
     fail_msg ("wb: a FLUSH after the flusher's backend flush failed did not "
               "fail (the backend dropped the zero of x)");
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* A failed backend flush that has returned from the backend (which
@@ -944,7 +896,7 @@ struct flush_race {
   pthread_cond_t cond;
   bool failed;     /* a failed flush is being held */
   bool flush_done; /* the client's FLUSH returned */
-  struct env *e;
+  struct volenv *e;
   int first_result; /* pt: the failing FLUSH's result */
 };
 
@@ -981,7 +933,7 @@ failing_flush_run (void *arg)
 static void
 flush_race (enum hhc_mode mode)
 {
-  struct env e;
+  struct volenv e;
   struct flush_race fr = { .failed = false, .e = &e, .first_result = -1 };
   unsigned char a[BS], b[BS], c[BS], got[BS];
   pthread_t t;
@@ -993,12 +945,12 @@ flush_race (enum hhc_mode mode)
   memset (c, 'C', BS);
   pthread_mutex_init (&fr.lock, NULL);
   pthread_cond_init (&fr.cond, NULL);
-  env_init (&e, mode, 64, 1 << 20);
+  volenv_init (&e, mode, 64, 1 << 20);
   e.conf.idle_ms = 10;
   membackend_poke (e.mb, a, BS, X);
   membackend_set_drop_on_flush_error (e.mb, true);
   membackend_set_flush_done_hook (e.mb, flush_race_hook, &fr);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_start (e.vol, e.mb), 0);
   if (mode == HHC_MODE_PT)
     {
@@ -1038,7 +990,7 @@ flush_race (enum hhc_mode mode)
               hhc_mode_to_string (mode),
               mode == HHC_MODE_PT ? "another FLUSH's" : "the flusher's", r,
               mode == HHC_MODE_PT ? "write" : "zero");
-  env_free (&e);
+  volenv_free (&e);
   pthread_mutex_destroy (&fr.lock);
   pthread_cond_destroy (&fr.cond);
 }
@@ -1058,14 +1010,14 @@ test_sticky_flush_race (void **state)
 static void
 test_flusher_flush_error_no_passdown (void **state)
 {
-  struct env e;
+  struct volenv e;
   unsigned char c[BS];
 
   memset (c, 'C', BS);
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
   e.conf.idle_ms = 10;
   membackend_set_drop_on_flush_error (e.mb, true);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_start (e.vol, e.mb), 0);
   membackend_fail_all (e.mb, MB_OP_FLUSH, true);
   assert_int_equal (hhc_write (e.vol, e.mb, c, BS, Y, false), 0);
@@ -1074,7 +1026,7 @@ test_flusher_flush_error_no_passdown (void **state)
   assert_int_equal (hhc_flush (e.vol, e.mb), 0);
   assert_int_equal (hhc_drain (e.vol, e.mb), 0);
   assert_int_equal (membackend_cmp (e.mb, true, c, BS, Y), 0);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 /* wb: another backend flush that fails while write-back's writes are
@@ -1089,7 +1041,7 @@ test_flusher_flush_error_no_passdown (void **state)
  * goes on and succeeds.
  */
 struct other_flush {
-  struct env *e;
+  struct volenv *e;
   bool armed;  /* the next backend flush is the write-back's */
   bool ran;    /* the hook ran the other FLUSH */
   bool joined; /* and it returned */
@@ -1125,19 +1077,19 @@ other_flush_hook (void *opaque, uint64_t offset, uint32_t count)
 static void
 test_writeback_other_flush_failed (void **state)
 {
-  struct env e;
+  struct volenv e;
   struct other_flush o = { .e = &e, .result = -1 };
   unsigned char x[BS], got[BS];
   long n;
 
   pattern_fill (x, X / BS, 0, SECTORS, 1);
-  env_init (&e, HHC_MODE_WB, 64, 1 << 20);
+  volenv_init (&e, HHC_MODE_WB, 64, 1 << 20);
   membackend_set_drop_on_flush_error (e.mb, true);
-  env_open (&e);
+  assert_int_equal (volenv_try_open (&e), 0);
   assert_int_equal (hhc_zero (e.vol, e.mb, BS, Y, false), 0);
   assert_int_equal (membackend_count (e.mb, MB_ZEROS), 1);
   assert_int_equal (hhc_write (e.vol, e.mb, x, BS, X, false), 0);
-  assert_int_equal (counts (&e).dirty, 1);
+  assert_int_equal (volenv_counts (&e).dirty, 1);
 
   o.armed = true;
   membackend_set_hook (e.mb, MB_OP_FLUSH, other_flush_hook, &o);
@@ -1151,22 +1103,22 @@ test_writeback_other_flush_failed (void **state)
   /* The test's premise: the backend dropped the write-back of x. */
   assert_int_not_equal (membackend_cmp (e.mb, false, x, BS, X), 0);
   assert_int_not_equal (membackend_cmp (e.mb, true, x, BS, X), 0);
-  if (n > 0 || counts (&e).dirty != 1)
+  if (n > 0 || volenv_counts (&e).dirty != 1)
     fail_msg ("wb: write-back cleaned x (batch returned %ld, %llu blocks "
               "dirty) although another backend flush failed meanwhile and "
               "dropped its write: the backend lacks x",
-              n, (unsigned long long)counts (&e).dirty);
+              n, (unsigned long long)volenv_counts (&e).dirty);
   assert_int_equal (n, -EIO);
 
   /* The fault gone, the next write-back makes x durable. */
   assert_int_equal (flusher_batch (e.vol, e.mb, 1), 1);
-  assert_int_equal (counts (&e).dirty, 0);
+  assert_int_equal (volenv_counts (&e).dirty, 0);
   assert_int_equal (membackend_cmp (e.mb, true, x, BS, X), 0);
   assert_int_equal (hhc_read (e.vol, e.mb, got, BS, X), 0);
   assert_memory_equal (got, x, BS);
   /* The failed flush may have dropped the zero of y: sticky. */
   assert_int_equal (hhc_flush (e.vol, e.mb), EIO);
-  env_free (&e);
+  volenv_free (&e);
 }
 
 int
