@@ -254,6 +254,7 @@ struct hhc_counts {
   /* The HDD log (zero without one). */
   uint64_t log_segments, log_barriers, log_syncs, log_blocks, log_revokes;
   uint64_t log_fua_barriers; /* barriers durable by FUA writes alone */
+  uint64_t log_joins; /* FLUSHes that waited for a barrier not yet sealed */
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;
   uint64_t log_checkpoints, log_redone; /* write-ahead (docs/design.md §5.8) */
   unsigned log_mirrors, log_mirrors_failed;

@@ -245,6 +245,7 @@ double log_usage (struct hhc_log *log);
 struct log_stats {
   uint64_t segments, barriers, syncs, bytes, blocks, revokes;
   uint64_t fua_barriers; /* barriers made durable by FUA writes alone */
+  uint64_t joins;        /* FLUSHes that waited for a barrier not yet sealed */
   uint64_t relogged, unlogged_now, full_waits, reclaimed, head_persists;
   uint64_t checkpoints;
   uint64_t region_size, used;

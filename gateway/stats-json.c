@@ -41,6 +41,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_barriers = ls.barriers;
       c->log_syncs = ls.syncs;
       c->log_fua_barriers = ls.fua_barriers;
+      c->log_joins = ls.joins;
       c->log_blocks = ls.blocks;
       c->log_revokes = ls.revokes;
       c->log_relogged = ls.relogged;
@@ -112,6 +113,8 @@ log_json (struct hhc_volume *vol)
   if (o)
     json_object_set_new (o, "fua_barriers",
                          json_integer ((json_int_t)c.log_fua_barriers));
+  if (o)
+    json_object_set_new (o, "joins", json_integer ((json_int_t)c.log_joins));
   if (o)
     json_object_set_new (o, "mirrors_unvoided",
                          json_integer (c.log_mirrors_unvoided));

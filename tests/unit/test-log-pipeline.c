@@ -549,6 +549,13 @@ test_k1_fua_after_plain (void **state)
   log_get_stats (t->log, &st1);
   assert_int_equal (st1.fua_barriers, st0.fua_barriers + 1);
   assert_int_equal (st1.syncs, st0.syncs);
+  /* The FLUSH waited for a new barrier (a join); one with nothing new
+   * does not.
+   */
+  assert_int_equal (st1.joins, st0.joins + 1);
+  assert_int_equal (log_barrier (t->log), 0);
+  log_get_stats (t->log, &st1);
+  assert_int_equal (st1.joins, st0.joins + 1);
   for (unsigned k = 0; k < NKEYS; k++) /* more than a segment holds */
     put_block (t, k, (unsigned char)(10 + k));
   assert_int_equal (log_barrier (t->log), 0);
