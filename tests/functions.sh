@@ -523,3 +523,18 @@ compare_image ()
   cmp -- "$act.expected" "$act" || fail "$act differs from $exp"
   rm -f -- "$act.expected"
 }
+
+# luks_create PASSFILE IMAGE SIZE: a LUKSv1 image keyed by the passphrase
+# in PASSFILE.  qemu-img times its PBKDF on the thread's CPU clock and
+# gives up with "Unable to get accurate CPU usage" now and then on a
+# loaded machine: a few tries (bounded).
+luks_create ()
+{
+  local try
+  for try in 1 2 3 4 5; do
+    qemu-img create -q -f luks \
+      --object "secret,id=sec0,file=$1,format=raw" \
+      -o key-secret=sec0,iter-time=100 "$2" "$3" && return 0
+  done
+  fail "qemu-img could not create the LUKS image $2"
+}

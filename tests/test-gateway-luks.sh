@@ -30,15 +30,7 @@ fi
 marker=HHC-GW-LUKS-MARK
 pass=$tmp/enc.pass
 (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '\n' >"$pass")
-# qemu-img times its PBKDF on the thread's CPU clock and gives up with
-# "Unable to get accurate CPU usage" now and then on a loaded machine:
-# a few tries (bounded).
-for try in 1 2 3 4 5; do
-  qemu-img create -q -f luks \
-    --object "secret,id=sec0,file=$pass,format=raw" \
-    -o key-secret=sec0,iter-time=100 "$tmp/enc.img" 32M && break
-  [ "$try" -lt 5 ] || fail "qemu-img could not create the LUKS image"
-done
+luks_create "$pass" "$tmp/enc.img" 32M
 files=("$tmp/enc.cache" "$tmp/enc.log" "$tmp/enc.img")
 
 # config FILE RUN-DIR [ENCRYPTION-JSON [EXTRA-GLOBALS]]

@@ -111,15 +111,7 @@ write_marker "$tmp/plain/sock"
 stop_nbdkit "$tmp/plain/pid"
 
 # A LUKSv1 image of 32 MiB payload; the key from the passphrase file.
-# qemu-img times its PBKDF on the thread's CPU clock and gives up with
-# "Unable to get accurate CPU usage" now and then on a loaded machine:
-# a few tries (bounded).
-for try in 1 2 3 4 5; do
-  qemu-img create -q -f luks \
-    --object "secret,id=sec0,file=$pass,format=raw" \
-    -o key-secret=sec0,iter-time=100 "$tmp/luks.img" 32M && break
-  [ "$try" -lt 5 ] || fail "qemu-img could not create the LUKS image"
-done
+luks_create "$pass" "$tmp/luks.img" 32M
 no_marker format "$tmp/luks.img"
 
 for mode in hhc wb; do

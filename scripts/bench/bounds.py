@@ -135,8 +135,7 @@ def barriers_per_io(params, fs, joins, flushes):
     nothing says (ext4 without counts)."""
     nominal = params[4]
     if not fs and params[1] > 1:
-        return (min(nominal, joins), "joins") if joins is not None and joins < nominal \
-            else (nominal, "nominal")
+        return (joins, "joins") if joins is not None and joins < nominal else (nominal, "nominal")
     if joins is not None:
         return joins, "joins"
     if flushes is not None:
