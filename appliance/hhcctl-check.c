@@ -44,6 +44,10 @@ report_metadata (const char *path, const struct offline_cache *cc)
     problem ("cache %s: %u metadata pages have no valid copy (the first is "
              "page %u): the gateway refuses to load the cache",
              path, cc->bad_pages, cc->first_bad);
+  if (cc->late_pages)
+    problem ("cache %s: %u metadata pages have a commit sequence past 2^61 "
+             "(the first is page %u): the gateway refuses to load the cache",
+             path, cc->late_pages, cc->first_late);
   if (cc->beyond)
     problem ("cache %s: %" PRIu64 " metadata entries name blocks beyond the "
              "volume (the first: block %" PRIu64

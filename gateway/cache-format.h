@@ -60,6 +60,14 @@
  * commit would lose to it at load (found by fuzz-cache).
  */
 #define CACHE_MAX_SEQ (UINT64_C (1) << 62)
+/* A cache whose newest commit or state sequence (either copy) is at or
+ * past this is refused at load: its next write would need a number
+ * at or past CACHE_MAX_SEQ, which the codec rejects, so the older copy
+ * would win and the write be lost (a state page at CACHE_MAX_SEQ - 1
+ * undid "in use": found by fuzz-cache).  A run starts far below and no
+ * run commits 2^61 times, so only a corrupt device is refused.
+ */
+#define CACHE_SEQ_LOAD_MAX (CACHE_MAX_SEQ / 2)
 
 /* The state page: was the cache closed cleanly, and if not, can its
  * clean blocks be trusted?  A clean block is trusted when its data is

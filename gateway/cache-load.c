@@ -298,6 +298,14 @@ cache_load (struct hhc_cache *c,
     }
   free (l.bufs[0]);
   free (l.bufs[1]);
+  if (r == 0 && c->commit_seq >= CACHE_SEQ_LOAD_MAX)
+    {
+      hhc_msg (c->msgfn, HHC_MSG_ERROR,
+               "%s: a metadata page's commit sequence %" PRIu64
+               " is past 2^61 (corrupt): refusing the cache",
+               c->dev->name, c->commit_seq);
+      r = EINVAL;
+    }
   if (r == 0)
     report_slots (c, found, opaque);
   return r;

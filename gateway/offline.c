@@ -112,6 +112,8 @@ page_entries (struct offline_cache *cc, uint32_t p, const unsigned char *pa,
         cc->first_bad = p;
       return;
     }
+  if (seq >= CACHE_SEQ_LOAD_MAX && cc->late_pages++ == 0)
+    cc->first_late = p;
   for (uint32_t e = 0; e < CACHE_EPP; e++)
     {
       uint64_t slot = (uint64_t)p * CACHE_EPP + e;

@@ -71,15 +71,16 @@ struct offline_cache {
   bool blank;             /* no superblock: the gateway formats it */
   struct cache_super sb;  /* valid unless blank: geometry, UUIDs, identity */
   enum cache_state state; /* of the state page */
-  uint32_t bad_pages, first_bad; /* pages with no valid copy */
-  uint64_t clean, dirty;         /* blocks, duplicates resolved */
-  uint64_t beyond, first_beyond; /* entries naming blocks beyond the volume */
-  uint64_t dups;                 /* blocks named by more than one slot */
+  uint32_t bad_pages, first_bad;   /* pages with no valid copy */
+  uint32_t late_pages, first_late; /* sequence >= CACHE_SEQ_LOAD_MAX */
+  uint64_t clean, dirty;           /* blocks, duplicates resolved */
+  uint64_t beyond, first_beyond;   /* entries naming blocks beyond the volume */
+  uint64_t dups;                   /* blocks named by more than one slot */
 };
 
 /* Read the cache's superblock, state page and metadata (nothing is
  * written).  0 (cc->blank if it holds no cache), EINVAL (corrupt
- * superblock: logged) or an errno.
+ * superblock or state page sequence: logged) or an errno.
  */
 int offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
                         struct offline_cache *cc);

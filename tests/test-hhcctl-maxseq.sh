@@ -11,6 +11,9 @@
 #              and loads the newer copy; check counts the same dirty
 #              blocks as the gateway loads (a check that trusted the
 #              2^62 copy counted none) and is healthy.
+#   late       The newer copy gets sequence 2^62 - 1 (valid, but the
+#              next commit would need 2^62): the gateway refuses the
+#              cache (any sequence past 2^61), and check says so.
 #   both       Both copies get sequence 2^62: the gateway
 #              refuses to start (page 0 corrupt in both copies), and
 #              check exits 1 saying the gateway refuses the cache.
@@ -35,7 +38,8 @@ stop_nbdkit "$d/pid"
 
 # forge_py CACHE WHICH: give the older copy of metadata page 0 (WHICH
 # older: and no entries, all free) or both copies (both: the newer
-# one's entries) the sequence 2^62 and a right crc32c.
+# one's entries) the sequence 2^62, or the newer copy 2^62 - 1 (late),
+# and a right crc32c.
 export LOGSCAN=$abs_top_srcdir/scripts/campaign/logscan
 forge_py='
 import struct, sys
@@ -66,10 +70,11 @@ with open(path, "r+b") as f:
     pg = bytearray(pgs[newer])
     if which == "older":
         pg[32:] = bytes(4096 - 32)
-    struct.pack_into("<Q", pg, 8, 1 << 62)
+    struct.pack_into("<Q", pg, 8, (1 << 62) - (which == "late"))
     struct.pack_into("<I", pg, 24, 0)
     struct.pack_into("<I", pg, 24, crc32c(bytes(pg)))
-    for i in ([1 - newer] if which == "older" else [0, 1]):
+    copies = {"older": [1 - newer], "late": [newer], "both": [0, 1]}
+    for i in copies[which]:
         f.seek(offs[i])
         f.write(pg)
 '
@@ -93,6 +98,24 @@ echo "check counted ${checked:-?} dirty blocks, the gateway loaded $loaded"
 [ "$loaded" -gt 0 ] || fail "the gateway loaded no dirty blocks"
 [ "${checked:-x}" = "$loaded" ] ||
   fail "check counted ${checked:-no} dirty blocks, the gateway loaded $loaded"
+
+# --- the newer copy at 2^62 - 1: the gateway refuses, so does check -----
+
+python3 -c "$forge_py" "$d/cache.img" late || fail "could not forge page 0"
+st=0
+timeout 60 nbdkit -f -U "$d/lsock" "${gw[@]}" </dev/null >/dev/null \
+  2>"$d/refused.err" || st=$?
+cat "$d/refused.err"
+if [ "$st" -eq 0 ] || [ "$st" -eq 124 ] ||
+   ! grep -q 'commit sequence 4611686018427387903 is past 2^61' "$d/refused.err"; then
+  fail "the gateway did not refuse page 0 with 2^62 - 1 ($st)"
+fi
+st=0
+"$hhcctl" check --cache "$d/cache.img" >"$d/check.out" 2>&1 || st=$?
+cat "$d/check.out"
+[ "$st" -eq 1 ] || fail "check with 2^62 - 1: exit $st, not 1"
+grep -q '^error: cache .*: 1 metadata pages have a commit sequence past 2^61 (the first is page 0): the gateway refuses to load the cache' \
+  "$d/check.out" || fail "check does not say that the gateway refuses page 0"
 
 # --- both copies: the gateway refuses, so does check --------------------
 
