@@ -34,9 +34,13 @@ joins per I/O of the judged run:
                    for its I/O, then for its join's barrier, with the CPU
                    taken as free; no schedule beats it, but it is loose
                    where the jobs share few cores (reported beside)
-  bandwidth bound  bandwidth / (w * S)
-                   every written byte goes to the log at the device's
-                   bandwidth (the log's own headers not counted)
+  bandwidth bound  bandwidth / (w * S) on the delay model: every
+                   written byte goes to the log at the device's
+                   bandwidth (the log's own headers not counted), and
+                   the model writes the barriers beside the bytes; on
+                   the one-head model 1 / (w * S / bandwidth + f * B / J):
+                   the bytes and the barriers (each carrying all J jobs
+                   at best) take the one head in turn
   ext4             1 / (1 / wb + F * B) operations per second, strict
                    1 / (F * B), F = joins per operation: ext4's FLUSHes
                    come from its journal's commits, one commit at a time
@@ -94,10 +98,11 @@ def load_cal(work):
     return cal
 
 
-def bound(wb, params, barrier_ms, mbps, f, t_us, fs=False):
+def bound(wb, params, barrier_ms, mbps, f, t_us, fs=False, head=False):
     """The bound of one workload on one model (see the module's text).
     f: barriers charged per I/O (per operation on ext4); t_us: the I/O
-    time of the strict iodepth-1 bound (None: not computed)."""
+    time of the strict iodepth-1 bound (None: not computed); head: the
+    one-head model (bytes and barriers share the head)."""
     jobs, depth, wshare, wbytes = params[:4]
     b = barrier_ms / 1e3
     strict = None
@@ -109,7 +114,12 @@ def bound(wb, params, barrier_ms, mbps, f, t_us, fs=False):
         lat = 1 / (1 / wb + f * b / jobs)
         if depth == 1 and t_us:
             strict = jobs / (t_us / 1e6 + f * b)
-    bw = mbps * 1e6 / (wshare * wbytes) if wshare and wbytes else math.inf
+    if not (wshare and wbytes):
+        bw = math.inf
+    elif head:
+        bw = 1 / (wshare * wbytes / (mbps * 1e6) + f * b / jobs)
+    else:
+        bw = mbps * 1e6 / (wshare * wbytes)
     limit = "bandwidth" if bw < lat else ("barrier" if f else "wb")
     return {"barrier": lat, "bandwidth": bw, "bound": min(lat, bw), "limit": limit,
             "strict": min(strict, bw) if strict else None}
@@ -167,7 +177,8 @@ def rows(agg, cal):
             lats = [x for x in (med(e, c, "wb", "lat_us"), med(e, c, pol, "lat_us")) if x]
             b_ms = statistics.median(cal[m]["barrier_ms"])
             mbps = statistics.median(cal[m]["mbps"])
-            r = bound(wb, params, b_ms, mbps, f, min(lats) if lats else None, fs)
+            r = bound(wb, params, b_ms, mbps, f, min(lats) if lats else None, fs,
+                      head=m == "head")
             r.update(exp=e, case=c, label=label, model=m, name=name, policy=pol,
                      wb=wb, hhc=h, fraction=h / r["bound"], flush_per_io=f, how=how,
                      flushes=med(e, c, pol, "flush_per_io"),
@@ -190,7 +201,7 @@ def cal_table(cal):
 
 def table(res):
     t = ["| workload | model | wb | FLUSHes per I/O | barriers charged per I/O | barrier bound | "
-         "bandwidth bound | bound | hhc | hhc / bound | strict bound: hhc / it | "
+         "bandwidth bound (one-head: bytes + barriers) | bound | hhc | hhc / bound | strict bound: hhc / it | "
          "hhc-file / wb (diagnostic) |", "|---" * 12 + "|"]
     for r in res:
         bw = "-" if math.isinf(r["bandwidth"]) else f"{r['bandwidth']:.0f}"
