@@ -98,7 +98,7 @@
  *                                                 o-rwx (*)
  *     .tuning              object    none         filter parameters:
  *       block-size         SIZE      (4K)         power of 2, 512..1M
- *       segment-size       SIZE      (1M)         power of 2, 64K..64M
+ *       segment-size       SIZE      (1M-4M)      power of 2, 64K..64M
  *       log-buffers        N or S    (4)          2..64
  *       dirty-low          N or S    (20)         0..100, <= dirty-high
  *       dirty-high         N or S    (60)         0..100, <= dirty-max

@@ -131,7 +131,8 @@ struct hhc_conf {
   const char *log_paths[HHC_MAX_LOGS];
   unsigned nlogs;
   uint64_t log_size;     /* create missing log files this big */
-  uint32_t segment_size; /* largest segment (bytes); 0: 1 MiB */
+  uint32_t segment_size; /* largest segment (bytes); 0: 1 to 4 MiB by
+                          * the log's size (log.h) */
   unsigned log_buffers;  /* segment buffers; 0: 4 */
   unsigned log_inflight; /* barrier segments in flight (1..16); 0: the
                           * default (LOG_INFLIGHT_DEFAULT, log.h) */
@@ -256,6 +257,7 @@ struct hhc_counts {
   uint64_t log_fua_barriers; /* barriers durable by FUA writes alone */
   uint64_t log_joins; /* FLUSHes that waited for a barrier not yet sealed */
   uint64_t log_relogged, log_reclaimed, log_full_waits, log_used, log_region;
+  uint64_t log_segment_size;            /* the largest segment of this run */
   uint64_t log_checkpoints, log_redone; /* write-ahead (docs/design.md §5.8) */
   unsigned log_mirrors, log_mirrors_failed;
   unsigned log_mirrors_unvoided; /* failed, stale log not yet voided */

@@ -53,6 +53,13 @@
 #define LOG_INFLIGHT_DEFAULT 1
 #endif
 #define LOG_MAX_MIRRORS HHC_MAX_LOGS
+/* The segment size without segment-size (log_default_segment): the
+ * largest of these powers of two whose buffers take at most a quarter
+ * of the region and LOG_BUF_MEM_AUTO of memory.
+ */
+#define LOG_SEG_MAX_AUTO (4u << 20)
+#define LOG_SEG_MIN_AUTO (1u << 20)
+#define LOG_BUF_MEM_AUTO (UINT64_C (16) << 20)
 
 struct hhc_log;
 
@@ -81,7 +88,8 @@ struct log_conf {
   uint64_t volume_size;
   const char *identity;  /* backend identity, as in the cache; NULL:
                           * take the volume the log records (offline) */
-  uint32_t segment_size; /* bytes of data per buffer (0: 1 MiB) */
+  uint32_t segment_size; /* bytes of data per buffer (0: 1 to 4 MiB,
+                          * by the region: log-open.c) */
   unsigned nbuffers;     /* segment buffers (0: 4, or inflight + 2) */
   unsigned inflight;     /* barrier segments in flight (0: the default) */
   hhc_msg_fn msgfn;
@@ -249,10 +257,23 @@ struct log_stats {
   uint64_t relogged, unlogged_now, full_waits, reclaimed, head_persists;
   uint64_t checkpoints;
   uint64_t region_size, used;
+  /* Bytes of the region kept for the segment buffers, a reclaim
+   * buffer and a wrap ((buffers + 3) segments): not for dirty blocks
+   * (docs/design.md §5.6).
+   */
+  uint64_t reserve;
+  uint64_t reserve_max;  /* the same for a region of any size (without
+                          * segment-size, a bigger log gets bigger
+                          * segments) */
+  uint32_t segment_size; /* the largest segment of this run */
   unsigned mirrors, mirrors_failed;
   unsigned mirrors_unvoided; /* failed, and not yet voided on disk */
 };
 void log_get_stats (struct hhc_log *log, struct log_stats *s);
+/* The segment size when segment-size is not given, for a region of
+ * region bytes and nbufs buffers (block size bs): see LOG_SEG_MAX_AUTO.
+ */
+uint32_t log_default_segment (uint64_t region, unsigned nbufs, uint32_t bs);
 /* Health of mirror i (name, failed). */
 const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
 

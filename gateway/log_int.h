@@ -215,6 +215,7 @@ struct hhc_log {
   struct mirror m[LOG_MAX_MIRRORS];
   unsigned nm;
   uint32_t bs, max_blocks, segment_size;
+  bool segment_auto; /* segment-size not given: open_buffers picks it */
   uint64_t volume_size, region_size;
   char *identity;
   uint8_t uuid[16], cache_uuid[16];

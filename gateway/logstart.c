@@ -252,22 +252,22 @@ static void
 warn_small_log (struct hhc_volume *vol)
 {
   struct log_stats st;
-  uint64_t reserve = pace_log_reserve (&vol->conf);
   uint64_t need = vol->dirty_max * vol->bs;
   char a[32], b[32], c[32], d[32];
 
   log_get_stats (vol->log, &st);
-  if (st.region_size >= need + reserve)
+  if (st.region_size >= need + st.reserve)
     return;
-  hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
-           "log-size=%s holds less than dirty-max=%u%% of cache-size=%s "
-           "(%s): FLUSHes will wait for write-back to the backend when the "
-           "dirty blocks fill the log; make log-size at least %s, or lower "
-           "dirty-max",
-           size_str (a, sizeof a, st.region_size + LOG_REGION_OFF, false),
-           vol->conf.dirty_max, size_str (b, sizeof b, vol->dev->size, false),
-           size_str (c, sizeof c, need, false),
-           size_str (d, sizeof d, need + reserve + LOG_REGION_OFF, true));
+  hhc_msg (
+      vol->conf.msgfn, HHC_MSG_WARNING,
+      "log-size=%s holds less than dirty-max=%u%% of cache-size=%s "
+      "(%s): FLUSHes will wait for write-back to the backend when the "
+      "dirty blocks fill the log; make log-size at least %s, or lower "
+      "dirty-max",
+      size_str (a, sizeof a, st.region_size + LOG_REGION_OFF, false),
+      vol->conf.dirty_max, size_str (b, sizeof b, vol->dev->size, false),
+      size_str (c, sizeof c, need, false),
+      size_str (d, sizeof d, need + st.reserve_max + LOG_REGION_OFF, true));
 }
 
 /* Write every dirty block of the cache to the log under a new base

@@ -58,15 +58,6 @@ pace_decide (const struct pace_in *in)
   };
 }
 
-uint64_t
-pace_log_reserve (const struct hhc_conf *conf)
-{
-  uint64_t seg = conf->segment_size ? conf->segment_size : 1u << 20;
-  unsigned nbuf = conf->log_buffers ? conf->log_buffers : 4;
-
-  return (nbuf + 3) * seg;
-}
-
 /* The log's room for dirty blocks (0: no log, or it is not healthy). */
 static uint64_t
 log_room_blocks (struct hhc_volume *vol)
@@ -76,8 +67,8 @@ log_room_blocks (struct hhc_volume *vol)
   if (vol->log == NULL || !log_healthy (vol->log))
     return 0;
   log_get_stats (vol->log, &st);
-  return pace_log_blocks (st.region_size, pace_log_reserve (&vol->conf),
-                          st.bytes, st.blocks, vol->bs);
+  return pace_log_blocks (st.region_size, st.reserve, st.bytes, st.blocks,
+                          vol->bs);
 }
 
 static bool

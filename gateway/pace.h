@@ -55,10 +55,6 @@ uint64_t pace_watermark (uint64_t cache_wm, unsigned percent,
                          uint64_t log_blocks);
 /* The decision for one round. */
 struct pace pace_decide (const struct pace_in *in);
-/* Tail room (bytes) the log keeps for its segment buffers, one reclaim
- * buffer and a wrap (docs/design.md §5.6): not for dirty blocks.
- */
-uint64_t pace_log_reserve (const struct hhc_conf *conf);
 /* The decision for the flusher of vol now (see above for the lock). */
 struct pace pace_of (struct hhc_volume *vol, bool draining);
 

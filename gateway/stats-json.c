@@ -51,6 +51,7 @@ hhc_get_counts (struct hhc_volume *vol, struct hhc_counts *c)
       c->log_checkpoints = ls.checkpoints;
       c->log_used = ls.used;
       c->log_region = ls.region_size;
+      c->log_segment_size = ls.segment_size;
       c->log_mirrors = ls.mirrors;
       c->log_mirrors_failed = ls.mirrors_failed;
       c->log_mirrors_unvoided = ls.mirrors_unvoided;
@@ -115,6 +116,9 @@ log_json (struct hhc_volume *vol)
                          json_integer ((json_int_t)c.log_fua_barriers));
   if (o)
     json_object_set_new (o, "joins", json_integer ((json_int_t)c.log_joins));
+  if (o)
+    json_object_set_new (o, "segment_bytes",
+                         json_integer ((json_int_t)c.log_segment_size));
   if (o)
     json_object_set_new (o, "mirrors_unvoided",
                          json_integer (c.log_mirrors_unvoided));
