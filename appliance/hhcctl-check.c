@@ -44,6 +44,10 @@ report_metadata (const char *path, const struct offline_cache *cc)
     problem ("cache %s: %u metadata pages have no valid copy (the first is "
              "page %u): the gateway refuses to load the cache",
              path, cc->bad_pages, cc->first_bad);
+  if (cc->late_state)
+    problem ("cache %s: the state page's sequence %" PRIu64
+             " is past 2^61: the gateway refuses to load the cache",
+             path, cc->late_state);
   if (cc->late_pages)
     problem ("cache %s: %u metadata pages have a commit sequence past 2^61 "
              "(the first is page %u): the gateway refuses to load the cache",

@@ -157,18 +157,24 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
     }
   /* No valid copy: in use, clean blocks untrusted (the safe side). */
   int newer = c->state_seq[0] >= c->state_seq[1] ? 0 : 1;
-  if (c->state_seq[newer] >= CACHE_SEQ_LOAD_MAX)
-    {
-      hhc_msg (c->msgfn, HHC_MSG_ERROR,
-               "%s: the state page's sequence %" PRIu64
-               " is past 2^61 (corrupt): refusing the cache",
-               c->dev->name, c->state_seq[newer]);
-      return EINVAL;
-    }
   *state = sp[newer].state;
   c->log_link = sp[newer].log_link;
   memcpy (c->linked_log, sp[newer].linked_log, 16);
   return 0;
+}
+
+int
+cache_check_state_seq (struct hhc_cache *c)
+{
+  uint64_t seq = HHC_MAX (c->state_seq[0], c->state_seq[1]);
+
+  if (seq < CACHE_SEQ_LOAD_MAX)
+    return 0;
+  hhc_msg (c->msgfn, HHC_MSG_ERROR,
+           "%s: the state page's sequence %" PRIu64
+           " is past 2^61 (corrupt): refusing the cache",
+           c->dev->name, seq);
+  return EINVAL;
 }
 
 int

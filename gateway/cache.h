@@ -98,6 +98,11 @@ int cache_format (struct hhc_cache *c, const char *identity);
  * older copy, then sync.
  */
 int cache_read_state (struct hhc_cache *c, enum cache_state *state);
+/* After cache_read_state: EINVAL (said why) if the newer state copy's
+ * sequence is CACHE_SEQ_LOAD_MAX or more (the next state write would
+ * need a number the codec rejects), else 0.
+ */
+int cache_check_state_seq (struct hhc_cache *c);
 int cache_write_state (struct hhc_cache *c, enum cache_state state);
 
 /* Allocate RAM structures for the geometry in c (after format or

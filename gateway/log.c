@@ -422,12 +422,14 @@ log_get_stats (struct hhc_log *log, struct log_stats *s)
   s->region_size = log->region_size;
   s->used = used_bytes (log);
   s->segment_size = log->segment_size;
-  s->reserve = (uint64_t)(log->nbufs + 3) * log->segment_size;
-  s->reserve_max
-      = log->segment_auto
-            ? (uint64_t)(log->nbufs + 3)
-                  * log_default_segment (UINT64_MAX, log->nbufs, log->bs)
-            : s->reserve;
+  s->reserve = log_room_kept (log->segment_size, log->bs, log->nbufs);
+  /* A bigger log has the buffers a small one may have given up, and
+   * without segment-size maybe bigger ones.
+   */
+  s->reserve_max = log_room_kept (log->segment_auto ? log_default_segment (
+                                      UINT64_MAX, log->nbufs_want, log->bs)
+                                                    : log->segment_size,
+                                  log->bs, log->nbufs_want);
   s->mirrors = log->nm;
   s->mirrors_failed = log->nm - log->healthy;
   s->mirrors_unvoided = __atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE);

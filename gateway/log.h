@@ -257,9 +257,9 @@ struct log_stats {
   uint64_t relogged, unlogged_now, full_waits, reclaimed, head_persists;
   uint64_t checkpoints;
   uint64_t region_size, used;
-  /* Bytes of the region kept for the segment buffers, a reclaim
-   * buffer and a wrap ((buffers + 3) segments): not for dirty blocks
-   * (docs/design.md §5.6).
+  /* Bytes of the region kept at the tail for the segment buffers, a
+   * reclaim buffer, a wrap and an emergency barrier (log_room_kept):
+   * not for dirty blocks (docs/design.md §5.6).
    */
   uint64_t reserve;
   uint64_t reserve_max;  /* the same for a region of any size (without
@@ -274,6 +274,11 @@ void log_get_stats (struct hhc_log *log, struct log_stats *s);
  * region bytes and nbufs buffers (block size bs): see LOG_SEG_MAX_AUTO.
  */
 uint32_t log_default_segment (uint64_t region, unsigned nbufs, uint32_t bs);
+/* The room a log with nbufs buffers of seg bytes keeps at its tail: the
+ * reservations (segment and header) of the buffers, one for a reclaim
+ * buffer, one for a wrap, one to spare, and an emergency barrier's.
+ */
+uint64_t log_room_kept (uint32_t seg, uint32_t bs, unsigned nbufs);
 /* Health of mirror i (name, failed). */
 const char *log_mirror_name (struct hhc_log *log, unsigned i, bool *failed);
 

@@ -239,6 +239,7 @@ struct hhc_log {
   uint32_t nunlogged;
   struct buf *bufs;
   unsigned nbufs;
+  unsigned nbufs_want; /* before a small log gave some up (open_buffers) */
   struct buf *cur, *qhead, *qtail, *freelist;
   struct u64_vec pending_rev; /* revokes while no buffer is current */
   uint32_t rev_cap;           /* revokes per segment */

@@ -229,6 +229,8 @@ offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
     }
   if (r || (r = cache_read_state (&c, &cc->state)) != 0)
     return r;
+  if (HHC_MAX (c.state_seq[0], c.state_seq[1]) >= CACHE_SEQ_LOAD_MAX)
+    cc->late_state = HHC_MAX (c.state_seq[0], c.state_seq[1]);
   take_super (cc, &c);
   ents = malloc (((size_t)c.nslots + 1) * sizeof *ents);
   if (ents == NULL)

@@ -73,6 +73,7 @@ struct offline_cache {
   enum cache_state state; /* of the state page */
   uint32_t bad_pages, first_bad;   /* pages with no valid copy */
   uint32_t late_pages, first_late; /* sequence >= CACHE_SEQ_LOAD_MAX */
+  uint64_t late_state;             /* that state sequence, else 0 */
   uint64_t clean, dirty;           /* blocks, duplicates resolved */
   uint64_t beyond, first_beyond;   /* entries naming blocks beyond the volume */
   uint64_t dups;                   /* blocks named by more than one slot */
@@ -80,7 +81,7 @@ struct offline_cache {
 
 /* Read the cache's superblock, state page and metadata (nothing is
  * written).  0 (cc->blank if it holds no cache), EINVAL (corrupt
- * superblock or state page sequence: logged) or an errno.
+ * superblock: logged) or an errno.
  */
 int offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
                         struct offline_cache *cc);

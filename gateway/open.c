@@ -283,6 +283,8 @@ settle_after_load (struct hhc_volume *vol)
   enum cache_state state;
   int r = cache_read_state (&vol->cache, &state);
 
+  if (r == 0)
+    r = cache_check_state_seq (&vol->cache);
   if (r)
     return r;
   vol->loaded_state = state;

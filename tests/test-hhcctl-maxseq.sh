@@ -14,6 +14,8 @@
 #   late       The newer copy gets sequence 2^62 - 1 (valid, but the
 #              next commit would need 2^62): the gateway refuses the
 #              cache (any sequence past 2^61), and check says so.
+#   state      (last) The newer state page copy gets 2^62 - 1: check
+#              says the gateway refuses it, as well as the pages.
 #   both       Both copies get sequence 2^62: the gateway
 #              refuses to start (page 0 corrupt in both copies), and
 #              check exits 1 saying the gateway refuses the cache.
@@ -57,6 +59,20 @@ def valid_seq(pg):
     return seq if magic == 0x504D4848 and p == 0 and crc32c(z) == crc else 0
 with open(path, "r+b") as f:
     sb = f.read(4096)
+    if which == "state":
+        # the newer of the two state copies (after the superblock)
+        st = []
+        for o in (4096, 8192):
+            f.seek(o)
+            st.append(bytearray(f.read(4096)))
+        i = 0 if struct.unpack_from("<Q", st[0], 8)[0] >= struct.unpack_from("<Q", st[1], 8)[0] else 1
+        pg = st[i]
+        struct.pack_into("<Q", pg, 8, (1 << 62) - 1)
+        struct.pack_into("<I", pg, 24, 0)
+        struct.pack_into("<I", pg, 24, crc32c(bytes(pg)))
+        f.seek(4096 * (i + 1))
+        f.write(pg)
+        sys.exit(0)
     npages, meta_off = struct.unpack_from("<IQ", sb, 60)
     offs = [meta_off, meta_off + npages * 4096]
     pgs = []
@@ -134,4 +150,15 @@ cat "$d/check.out"
 [ "$st" -eq 1 ] || fail "check with 2^62 in both copies: exit $st, not 1"
 grep -q '^error: cache .*: 1 metadata pages have no valid copy (the first is page 0): the gateway refuses to load the cache' \
   "$d/check.out" || fail "check does not say that the gateway refuses page 0"
+# --- the newer state copy at 2^62 - 1: check reports it beside the pages --
+
+python3 -c "$forge_py" "$d/cache.img" state || fail "could not forge the state page"
+st=0
+"$hhcctl" check --cache "$d/cache.img" >"$d/check.out" 2>&1 || st=$?
+cat "$d/check.out"
+[ "$st" -eq 1 ] || fail "check with a state page at 2^62 - 1: exit $st, not 1"
+grep -q "^error: cache .*: the state page's sequence 4611686018427387903 is past 2^61: the gateway refuses to load the cache" \
+  "$d/check.out" || fail "check does not report the state page"
+grep -q '1 metadata pages have no valid copy' "$d/check.out" ||
+  fail "check stopped at the state page"
 echo ok

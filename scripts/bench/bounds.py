@@ -104,10 +104,11 @@ def bound(wb, params, barrier_ms, mbps, f, t_us, fs=False, head=False):
     time of the strict iodepth-1 bound (None: not computed); head: the
     one-head model (bytes and barriers share the head)."""
     jobs, depth, wshare, wbytes = params[:4]
+    if fs:
+        jobs = 1  # the journal is one serial source of FLUSHes
     b = barrier_ms / 1e3
     strict = None
     if fs:
-        # the journal is one serial source of FLUSHes: J = 1
         lat = 1 / (1 / wb + f * b)
         strict = 1 / (f * b) if f else None
     else:
