@@ -152,7 +152,7 @@ expect_refused "page 0 with 2^62 in both copies" rsock \
 
 # --- the newer state copy at 2^62 - 1: check reports it beside the pages --
 
-# (The gateway stops at page 0 first; test-cache's test_seq_near_max
+# (The gateway stops at page 0 first; test-cache-format's test_seq_near_max
 # has it refuse such a state page alone.)
 python3 -c "$forge_py" "$d/cache.img" state || fail "could not forge the state page"
 expect_refused "a state page at 2^62 - 1" ssock \
