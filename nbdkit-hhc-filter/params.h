@@ -28,10 +28,10 @@ int params_check (void);
   "log=PATH                HDD log device (file or block device); repeat\n"    \
   "                        for mirrors.\n"                                     \
   "log-size=SIZE           Create missing log files with this size.\n"         \
-  "segment-size=SIZE       Largest log segment (default 1M to 4M by the\n"    \
+  "segment-size=SIZE       Largest log segment (default 1M to 4M by the\n"     \
   "                        log's size).\n"                                     \
   "log-buffers=N           Segment buffers (default 4, or log-inflight+2).\n"  \
-  "log-inflight=K          Barriers in flight at once (default 1).\n"         \
+  "log-inflight=K          Barriers in flight at once (default 1).\n"          \
   "ssd-sync=flush|checkpoint  SSD commit on FLUSH, or at log checkpoints\n"    \
   "                        (write-ahead; default flush).\n"                    \
   "block-size=SIZE         Cache block size (default 4K).\n"                   \
