@@ -3,7 +3,8 @@
 # the gateway's cache, log and backend are disks that lose unflushed
 # writes (tests/powercut); a power cut under the verifying load in
 # every mode (mode hhc with 1, 2 and 8 barriers in flight) must lose
-# no flushed write and corrupt no block.  Then
+# no flushed write and corrupt no block, also with 2M log segments.
+# Then
 # the campaign must see a loss where there is one: a backend that
 # acknowledges flushes it does not do, in mode wt.
 set -euo pipefail
@@ -32,6 +33,15 @@ CAMPAIGN_PARAMS="seq-cutoff=1 promote=nhit" "$campaign" 2 800 wt wb hhc \
 tail -1 "$tmp/seqcut.out"
 grep -q '^powercut: 6 rounds passed, 0 lost or corrupt blocks' "$tmp/seqcut.out" ||
   fail "unexpected seq-cutoff campaign summary: $(tail -1 "$tmp/seqcut.out")"
+
+# Segments of 2M (the default for logs from 57M; the 16M logs here
+# default to 1M), one and two barriers in flight.
+CAMPAIGN_PARAMS="segment-size=2M" "$campaign" 2 800 hhc hhc-ckpt hhc-k2 \
+  >"$tmp/seg2m.out" 2>&1 ||
+  { cat "$tmp/seg2m.out"; fail "the power-cut campaign with segment-size=2M failed"; }
+tail -1 "$tmp/seg2m.out"
+grep -q '^powercut: 6 rounds passed, 0 lost or corrupt blocks' "$tmp/seg2m.out" ||
+  fail "unexpected segment-size=2M campaign summary: $(tail -1 "$tmp/seg2m.out")"
 
 st=0
 CAMPAIGN_LYING_DISK=backend "$campaign" 3 800 wt >"$tmp/negative.out" 2>&1 ||
