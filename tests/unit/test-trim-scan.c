@@ -23,10 +23,8 @@
 
 #include <cmocka.h>
 
-#include "devcrash.h"
-#include "membackend.h"
-#include "preopen.h"
 #include "vol.h"
+#include "volenv.h"
 
 #define BS 4096u
 #define NSLOTS 128u  /* two lock stripes */
@@ -68,12 +66,7 @@ __wrap_cache_release_slot (struct hhc_cache *c, uint32_t slot)
 }
 
 struct env {
-  struct membackend *mb;
-  struct hhc_dev *cdev;
-  struct hhc_backend_info info;
-  struct hhc_conf conf;
-  struct hhc_preopened pre;
-  struct hhc_volume *vol;
+  struct volenv v;
   int wr, zr;
 };
 
@@ -85,7 +78,7 @@ write_run (void *arg)
 
   memset (buf, 0x11, sizeof buf);
   hold_me = true;
-  e->wr = hhc_write (e->vol, e->mb, buf, WLEN, (uint64_t)X * BS, false);
+  e->wr = hhc_write (e->v.vol, e->v.mb, buf, WLEN, (uint64_t)X * BS, false);
   return NULL;
 }
 
@@ -94,7 +87,7 @@ zero_run (void *arg)
 {
   struct env *e = arg;
 
-  e->zr = hhc_zero (e->vol, e->mb, NBLOCKS * BS, 0, false);
+  e->zr = hhc_zero (e->v.vol, e->v.mb, NBLOCKS * BS, 0, false);
   return NULL;
 }
 
@@ -103,7 +96,7 @@ static uint64_t
 other_stripe_block (struct env *e)
 {
   for (uint64_t b = X + 1; b < NBLOCKS; b++)
-    if (index_stripe (&e->vol->idx, b) != index_stripe (&e->vol->idx, X))
+    if (index_stripe (&e->v.vol->idx, b) != index_stripe (&e->v.vol->idx, X))
       return b;
   fail_msg ("every block is in X's stripe");
   return 0;
@@ -124,27 +117,20 @@ cow_during_zero (enum hhc_mode mode, bool neighbour)
   memset (&e, 0, sizeof e);
   memset (zero, 0, sizeof zero);
   hold.held = hold.go = false;
-  e.mb = membackend_new ((uint64_t)NBLOCKS * BS);
-  assert_non_null (e.mb);
-  assert_int_equal (crashdev_create (test_cache_dev_size (NSLOTS, BS), &e.cdev),
-                    0);
-  e.info = membackend_info (e.mb, 0, "membackend:trim-scan");
-  hhc_conf_init (&e.conf);
-  e.pre.cache = e.cdev;
-  e.conf.msgfn = test_msg;
-  e.conf.mode = mode;
-  assert_int_equal (
-      hhc_open (&e.conf, &e.pre, &membackend_ops, &e.info, &e.vol), 0);
-  assert_true (e.vol->idx.nslots < NBLOCKS);
+  volenv_init (&e.v, mode, NSLOTS, (uint64_t)NBLOCKS * BS);
+  assert_int_equal (volenv_try_open (&e.v), 0);
+  struct hhc_volume *vol = e.v.vol;
+  struct membackend *mb = e.v.mb;
+  assert_true (vol->idx.nslots < NBLOCKS);
 
   /* X (and the neighbour) cached clean with old data. */
   memset (blk, 0xaa, sizeof blk);
-  membackend_poke (e.mb, blk, BS, (uint64_t)X * BS);
-  assert_int_equal (hhc_read (e.vol, e.mb, blk, BS, (uint64_t)X * BS), 0);
+  membackend_poke (mb, blk, BS, (uint64_t)X * BS);
+  assert_int_equal (hhc_read (vol, mb, blk, BS, (uint64_t)X * BS), 0);
   if (neighbour)
     {
       uint64_t y = other_stripe_block (&e);
-      assert_int_equal (hhc_read (e.vol, e.mb, blk, BS, y * BS), 0);
+      assert_int_equal (hhc_read (vol, mb, blk, BS, y * BS), 0);
     }
 
   /* The write stops between freeing X's old slot and publishing its
@@ -172,16 +158,14 @@ cow_during_zero (enum hhc_mode mode, bool neighbour)
   assert_int_equal (e.zr, 0);
 
   /* Zeros, the write's bytes or not at the start: no old byte. */
-  assert_int_equal (hhc_read (e.vol, e.mb, blk, BS, (uint64_t)X * BS), 0);
+  assert_int_equal (hhc_read (vol, mb, blk, BS, (uint64_t)X * BS), 0);
   assert_memory_equal (blk + WLEN, zero, BS - WLEN);
-  assert_int_equal (hhc_flush (e.vol, e.mb), 0);
-  assert_int_equal (hhc_drain (e.vol, e.mb), 0);
-  membackend_peek (e.mb, false, blk, BS, (uint64_t)X * BS);
+  assert_int_equal (hhc_flush (vol, mb), 0);
+  assert_int_equal (hhc_drain (vol, mb), 0);
+  membackend_peek (mb, false, blk, BS, (uint64_t)X * BS);
   assert_memory_equal (blk + WLEN, zero, BS - WLEN);
 
-  hhc_close (e.vol);
-  crashdev_destroy (e.cdev);
-  membackend_free (e.mb);
+  volenv_free (&e.v);
 }
 
 static void
