@@ -295,46 +295,6 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   return EINVAL;
 }
 
-/* The bytes a buffer of seg bytes reserves at the tail: its largest
- * segment, data and a header with room for its revokes.
- */
-static uint64_t
-buffer_reserve (uint32_t seg, uint32_t bs)
-{
-  uint32_t nb = HHC_MAX (seg / bs, 1u);
-
-  return HHC_ROUND_UP ((uint64_t)nb * bs, LOG_ALIGN)
-         + log_seg_hdr_len (nb, HHC_MAX (nb, 256u));
-}
-
-uint64_t
-log_room_kept (uint32_t seg, uint32_t bs, unsigned nbufs)
-{
-  return (nbufs + 3) * buffer_reserve (seg, bs) + EMERGENCY;
-}
-
-/* The segment size when segment-size is not given: LOG_SEG_MAX_AUTO,
- * halved (down to LOG_SEG_MIN_AUTO) while the room the log keeps for
- * nbufs such buffers (log_room_kept) would take more than a quarter
- * of the region, or the buffers more than LOG_BUF_MEM_AUTO of memory.
- * Bigger segments mean fewer writes, and under a stream of writes
- * fewer barriers (a FLUSH's barrier seals a fuller buffer): fileserver
- * on the one-head HDD model 4,700 -> 5,300 IOPS with 4 MiB instead of
- * 1 MiB, on the delay model 6,800 -> 11,400 (bench/results/
- * hdd-model.md); a small log keeps 1 MiB.
- */
-uint32_t
-log_default_segment (uint64_t region, unsigned nbufs, uint32_t bs)
-{
-  uint64_t seg = LOG_SEG_MAX_AUTO;
-
-  while (seg > LOG_SEG_MIN_AUTO
-         && (log_room_kept (seg, bs, nbufs) > region / 4
-             || nbufs * seg > LOG_BUF_MEM_AUTO))
-    seg /= 2;
-  return HHC_MAX ((uint32_t)seg, bs);
-}
-
 /* The buffers and what each holds of the region: a region must hold
  * the reservations of every buffer and more, and every mirror the
  * region.

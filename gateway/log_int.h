@@ -437,6 +437,10 @@ void make_current (struct hhc_log *log, struct buf *b, uint64_t reserve);
  */
 bool room_for (struct hhc_log *log, uint64_t bytes, unsigned slots);
 bool room_for_buffer (struct hhc_log *log);
+/* The bytes a buffer of seg bytes reserves at the tail (its largest
+ * segment and header): log->reserve (log-open.c's open_buffers).
+ */
+uint64_t buffer_reserve (uint32_t seg, uint32_t bs);
 /* Whether b, just made current, has taken all the revokes it has room
  * for: it is to be sealed at once.
  */
