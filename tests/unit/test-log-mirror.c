@@ -193,13 +193,16 @@ test_mirrors_fail (void **state)
   env_free (&e);
 }
 
-/* 64 blocks, 128 slots, nlogs mirrors of 512 KiB, no write-back but
- * the FLUSHes'.
+/* 64 blocks, 128 slots, nlogs mirrors of 1 MiB, no write-back but
+ * the FLUSHes'.  (With 512 KiB the room the log keeps for its buffers,
+ * 7 reservations of a 64 KiB segment and its header, left 7 blocks
+ * for dirty ones, and one dirty block put the log's share past
+ * dirty-low: the flusher wrote it back when it got the CPU first.)
  */
 static void
 quiet_env_init (struct env *e, unsigned nlogs)
 {
-  env_init (e, 64, 128, nlogs, LOG_REGION_OFF + 512 * KiB);
+  env_init (e, 64, 128, nlogs, LOG_REGION_OFF + 1024 * KiB);
   e->conf.dirty_low = 90;
   e->conf.dirty_high = 95;
   e->conf.dirty_max = 99;
@@ -434,7 +437,7 @@ test_retire_checks (void **state)
   assert_int_equal (env_try_open (&e), EINVAL);
   /* (b): a new log (logs[2], blank) replaces both; logs[0] is stale */
   e.conf.mode = HHC_MODE_HHC;
-  tdev_new (&e.logs[2], LOG_REGION_OFF + 512 * KiB, NULL, log_names[2]);
+  tdev_new (&e.logs[2], LOG_REGION_OFF + 1024 * KiB, NULL, log_names[2]);
   e.pre.logs[0] = e.logs[2].pd;
   e.conf.nlogs = 1;
   env_open (&e);
