@@ -1,4 +1,5 @@
-/* Test support shared by every unit test.
+/* Test support shared by every unit test (membackend.c, hookdev.c,
+ * metacheck.c, testutil.c).
  *
  * membackend: an in-memory backend implementing struct hhc_backend_ops
  * (the ctx of every call is the struct membackend *).  It keeps the
