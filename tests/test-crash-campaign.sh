@@ -11,7 +11,7 @@
 # to write-back, the failed mirror is voided), the SSD lost in every
 # other round; and with seq-cutoff= drawn in each round (off, 1: every
 # request bypasses the cache, 64K) the kill and the SSD loss in every
-# mode; and in hhc with 2M log segments: no flushed write lost, no
+# mode; and in hhc with 4M log segments: no flushed write lost, no
 # block corrupt.  Then the
 # campaign must see a loss where there is one: wb does not survive the
 # loss of its SSD.
@@ -47,14 +47,15 @@ tail -1 "$tmp/nhit.out"
 grep -q '^crash: 6 rounds passed, 0 lost or corrupt blocks' "$tmp/nhit.out" ||
   fail "unexpected promote=nhit campaign summary: $(tail -1 "$tmp/nhit.out")"
 
-# Segments of 2M (the default for logs from 57M; the 16M logs here
-# default to 1M): a kill and an SSD loss in hhc, both ssd-sync.
-CAMPAIGN_PARAMS="segment-size=2M" "$campaign" 2 800 hhc hhc-ckpt \
-  >"$tmp/seg2m.out" 2>&1 ||
-  { cat "$tmp/seg2m.out"; fail "the crash campaign with segment-size=2M failed"; }
-tail -1 "$tmp/seg2m.out"
-grep -q '^crash: 4 rounds passed, 0 lost or corrupt blocks' "$tmp/seg2m.out" ||
-  fail "unexpected segment-size=2M campaign summary: $(tail -1 "$tmp/seg2m.out")"
+# Segments of 4M (the default for logs from 113M; the 16M logs here
+# default to 1M) on a 64M log (the later log-size wins): a kill and an
+# SSD loss in hhc, both ssd-sync.
+CAMPAIGN_PARAMS="segment-size=4M log-size=64M" "$campaign" 2 800 hhc hhc-ckpt \
+  >"$tmp/seg4m.out" 2>&1 ||
+  { cat "$tmp/seg4m.out"; fail "the crash campaign with segment-size=4M failed"; }
+tail -1 "$tmp/seg4m.out"
+grep -q '^crash: 4 rounds passed, 0 lost or corrupt blocks' "$tmp/seg4m.out" ||
+  fail "unexpected segment-size=4M campaign summary: $(tail -1 "$tmp/seg4m.out")"
 
 # Mode hhc with two log mirrors: a mirror lost, the SSD and a mirror
 # lost, a mirror corrupted and the SSD lost, every mirror lost.

@@ -107,14 +107,12 @@ def bound(wb, params, barrier_ms, mbps, f, t_us, fs=False, head=False):
     if fs:
         jobs = 1  # the journal is one serial source of FLUSHes
     b = barrier_ms / 1e3
+    lat = 1 / (1 / wb + f * b / jobs)
     strict = None
     if fs:
-        lat = 1 / (1 / wb + f * b)
         strict = 1 / (f * b) if f else None
-    else:
-        lat = 1 / (1 / wb + f * b / jobs)
-        if depth == 1 and t_us:
-            strict = jobs / (t_us / 1e6 + f * b)
+    elif depth == 1 and t_us:
+        strict = jobs / (t_us / 1e6 + f * b)
     if not (wshare and wbytes):
         bw = math.inf
     elif head:
