@@ -2,7 +2,7 @@
 # hhc-gateway refuses a bad config before it starts anything: each
 # error is one line FILE:LINE:COL: ..., the exit status is 1, no run
 # directory is made and no nbdkit is started (the unit test
-# tests/unit/test-config checks every message; this checks the
+# tests/unit/test-config-errors checks every message; this checks the
 # program around it).
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
