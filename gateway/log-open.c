@@ -1,7 +1,7 @@
 /* Opening a log: the mirrors' superblocks (every valid one of the same
- * log and backend), the geometry, the format of a blank log, and the
- * scan of every valid mirror (the one with the newest barrier is the
- * one replay reads).  Also log_retire, which checks and voids a log
+ * log and backend), the geometry, the format of a blank log, then the
+ * scan of every valid mirror (log-scan.c scan_all: the newest barrier
+ * is the one replay reads).  Also log_retire, which checks and voids a log
  * without opening it for use, and freeing a log.
  *
  * No lock: a log being opened or retired is not shared yet.
@@ -369,40 +369,6 @@ open_format (struct hhc_log *log)
   return 0;
 }
 
-/* Scan every valid mirror; the one with the newest barrier counts. */
-static int
-open_scan (struct hhc_log *log)
-{
-  for (unsigned i = 0; i < log->nm; i++)
-    {
-      struct scan s;
-      int r;
-      if (log->m[i].blank)
-        continue;
-      if ((r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s))
-          != 0)
-        {
-          scan_free (&s);
-          return r;
-        }
-      long lb = s.last_barrier, cb = log->scan.last_barrier;
-      bool better
-          = log->scan.end_seq == 0
-            || (lb >= 0
-                && (cb < 0 || s.segs.ptr[lb].seq > log->scan.segs.ptr[cb].seq))
-            || (lb == cb && s.end_seq > log->scan.end_seq);
-      if (better)
-        {
-          scan_free (&log->scan);
-          log->scan = s;
-          log->best = i;
-        }
-      else
-        scan_free (&s);
-    }
-  return 0;
-}
-
 /* From the superblocks to a log ready to scan (or formatted). */
 static int
 open_log (struct hhc_log *log, const struct log_conf *conf,
@@ -449,7 +415,7 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
   if (r == 0)
     r = open_log (log, conf, cache_uuid, min_size, found);
   if (r == 0)
-    r = open_scan (log);
+    r = scan_all (log);
   if (r)
     {
       free_log (log);

@@ -1,7 +1,9 @@
 /* Scanning a log mirror: the chain of segments that replay follows,
  * from the head hint while sequence numbers, chain links and checksums
- * verify; and the read-only inspection of it (hhcctl check).  Reads
- * only; no lock (log_open, before the writer, or offline).
+ * verify; every mirror at open, at once, the one with the newest
+ * barrier kept; and the read-only inspection of a chain (hhcctl
+ * check).  Reads only; no lock (log_open, before the writer, or
+ * offline).
  */
 #include <config.h>
 
@@ -157,6 +159,83 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
   s->end_seq = seq;
   s->end_crc = prev_crc;
   return 0;
+}
+
+/* ---- every mirror, at open ---- */
+
+struct scan_job {
+  struct hhc_log *log;
+  unsigned i; /* the mirror */
+  struct scan s;
+  int r;
+};
+
+static void *
+scan_job_run (void *arg)
+{
+  struct scan_job *j = arg;
+
+  j->r = scan_mirror (j->log, &j->log->m[j->i], j->log->hint_off,
+                      j->log->hint_seq, &j->s);
+  return NULL;
+}
+
+/* Is s a better chain than the best so far (log->scan, none while its
+ * end_seq is 0): a newer last barrier, or the same one and more after
+ * it?
+ */
+static bool
+scan_better (const struct hhc_log *log, const struct scan *s)
+{
+  long lb = s->last_barrier, cb = log->scan.last_barrier;
+
+  return log->scan.end_seq == 0
+         || (lb >= 0
+             && (cb < 0 || s->segs.ptr[lb].seq > log->scan.segs.ptr[cb].seq))
+         || (lb == cb && s->end_seq > log->scan.end_seq);
+}
+
+int
+scan_all (struct hhc_log *log)
+{
+  struct scan_job jobs[LOG_MAX_MIRRORS];
+  pthread_t th[LOG_MAX_MIRRORS];
+  bool started[LOG_MAX_MIRRORS] = { false };
+  unsigned n = 0;
+  int r = 0;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    if (!log->m[i].blank)
+      jobs[n++] = (struct scan_job){ .log = log, .i = i };
+  /* The mirrors are separate disks: each is read by a thread of its
+   * own (the first by this one; one that cannot start runs here too),
+   * so a start reads them in the time of one.
+   */
+  for (unsigned k = 1; k < n; k++)
+    started[k] = pthread_create (&th[k], NULL, scan_job_run, &jobs[k]) == 0;
+  for (unsigned k = 0; k < n; k++)
+    if (!started[k])
+      scan_job_run (&jobs[k]);
+  for (unsigned k = 1; k < n; k++)
+    if (started[k])
+      pthread_join (th[k], NULL);
+  for (unsigned k = 0; k < n && r == 0; k++)
+    r = jobs[k].r;
+  /* In mirror order, as the choice was made when they were read one
+   * after the other.
+   */
+  for (unsigned k = 0; k < n; k++)
+    {
+      if (r == 0 && scan_better (log, &jobs[k].s))
+        {
+          scan_free (&log->scan);
+          log->scan = jobs[k].s;
+          log->best = jobs[k].i;
+        }
+      else
+        scan_free (&jobs[k].s);
+    }
+  return r;
 }
 
 /* ---- read-only inspection (hhcctl check) ---- */

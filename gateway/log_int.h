@@ -338,6 +338,11 @@ void free_log (struct hhc_log *log);
 int scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
                  uint64_t hint_seq, struct scan *s);
 void scan_free (struct scan *s);
+/* Scan every mirror that is not blank, all at once: the one with the
+ * newest barrier (then the longest chain after it; the first on a tie)
+ * becomes log->scan and log->best.  An error from any mirror fails.
+ */
+int scan_all (struct hhc_log *log);
 
 /* ---- log-pipeline.c: no lock held ---- */
 

@@ -181,12 +181,56 @@ pd_failing (struct pdev *p)
   return __atomic_load_n (&p->failing, __ATOMIC_ACQUIRE);
 }
 
+void
+meet_init (struct meet *m, unsigned n, unsigned ms)
+{
+  memset (m, 0, sizeof *m);
+  pthread_mutex_init (&m->mu, NULL);
+  pthread_cond_init (&m->cv, NULL);
+  m->n = n;
+  m->ms = ms;
+}
+
+void
+meet_destroy (struct meet *m)
+{
+  pthread_cond_destroy (&m->cv);
+  pthread_mutex_destroy (&m->mu);
+}
+
+static void
+meet_arrive (struct meet *m)
+{
+  struct timespec ts;
+
+  test_deadline (&ts, m->ms);
+  pthread_mutex_lock (&m->mu);
+  m->arrived++;
+  pthread_cond_broadcast (&m->cv);
+  while (m->arrived < m->n && !m->timed_out)
+    if (pthread_cond_timedwait (&m->cv, &m->mu, &ts) == ETIMEDOUT)
+      m->timed_out = true;
+  pthread_mutex_unlock (&m->mu);
+}
+
+void
+pdev_set_meet (struct hhc_dev *d, struct meet *m)
+{
+  __atomic_store_n (&to_pdev (d)->meet, m, __ATOMIC_RELEASE);
+}
+
 static int
 pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
 {
   struct pdev *p = to_pdev (d);
   int r;
 
+  if (off >= LOG_REGION_OFF && __atomic_load_n (&p->meet, __ATOMIC_ACQUIRE))
+    {
+      struct meet *m = __atomic_exchange_n (&p->meet, NULL, __ATOMIC_ACQ_REL);
+      if (m)
+        meet_arrive (m);
+    }
   if (pd_failing (p)
       || (p->bad_len && off < p->bad_off + p->bad_len
           && p->bad_off < off + len))

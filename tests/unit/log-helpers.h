@@ -109,8 +109,21 @@ void power_restore (struct power *pw);
 
 /* ---- pdev: a device behind the switch, with faults and latency ---- */
 
+/* A rendezvous of reads on n devices (pdev_set_meet). */
+struct meet {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned n, arrived;
+  bool timed_out; /* a read waited ms and gave up */
+  unsigned ms;
+};
+
+void meet_init (struct meet *m, unsigned n, unsigned ms);
+void meet_destroy (struct meet *m);
+
 struct pdev {
   struct hhc_dev dev; /* first: the volume sees this */
+  struct meet *meet;  /* atomic: the next log-region read waits there */
   struct hhc_dev *inner;
   struct power *pw;
   uint64_t writes;           /* atomic */
@@ -129,6 +142,11 @@ void pdev_fail_after (struct hhc_dev *d, uint64_t n);
 void pdev_heal (struct hhc_dev *d);
 /* Offer FUA (as the inner device does: the default) or not. */
 void pdev_set_fua (struct hhc_dev *d, bool on);
+/* The next read of d in the log region (past LOG_REGION_OFF) waits at
+ * m until reads of m->n devices have come there, or m->ms passed
+ * (m->timed_out).  Once: later reads do not wait.
+ */
+void pdev_set_meet (struct hhc_dev *d, struct meet *m);
 
 /* A crash device plus its wrapper. */
 struct tdev {

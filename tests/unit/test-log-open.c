@@ -16,6 +16,7 @@
  *   rebase_tight  the same with a log more than half full (every
  *                 segment a barrier) and a slow log sync (buffers
  *                 queued when the re-log is done).
+ *   scan_parallel two mirrors are scanned at once at open.
  */
 #include <config.h>
 
@@ -415,13 +416,39 @@ test_rebase_tight (void **state)
   env_free (&e);
 }
 
+/* Two mirrors are scanned at once at open (log-scan.c scan_all): each
+ * mirror's first read of its segments waits until the other's has
+ * come (a scan of one mirror after the other would wait 20 s and
+ * fail); the volume then opens and reads what was flushed.
+ */
+static void
+test_scan_parallel (void **state)
+{
+  struct env e;
+  struct meet m;
+
+  env_init (&e, 64, 64, 2, LOG_REGION_OFF + 512 * KiB);
+  make_pair (&e, 7);
+  meet_init (&m, 2, 20000);
+  pdev_set_meet (e.logs[0].pd, &m);
+  pdev_set_meet (e.logs[1].pd, &m);
+  env_open (&e);
+  assert_int_equal (m.arrived, 2);
+  assert_false (m.timed_out);
+  for (uint64_t l = 0; l < 4; l++)
+    assert_true (reads_v (&e, l, 7 + l));
+  env_close (&e);
+  meet_destroy (&m);
+  env_free (&e);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_refusals),     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_old_version),  cmocka_unit_test (test_rebase_cut),
-    cmocka_unit_test (test_rebase_tight),
+    cmocka_unit_test (test_rebase_tight), cmocka_unit_test (test_scan_parallel),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
