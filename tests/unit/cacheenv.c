@@ -1,6 +1,7 @@
 /* The fixture of the cache tests (cacheenv.h). */
 #include <config.h>
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 
 #include "cacheenv.h"
 #include "common.h"
+#include "vol.h"
+
 /* Every block of the backend holds version 0 of its pattern. */
 static void
 fill_backend (struct membackend *mb)
@@ -133,6 +136,22 @@ read_v (struct env *e, uint64_t lba)
       v = sv;
     }
   return v;
+}
+
+/* State of block lba's slot (persisted-state word in RAM). */
+enum slot_state
+block_state (struct hhc_volume *vol, uint64_t lba)
+{
+  struct hhc_stripe *st = index_stripe (&vol->idx, lba);
+  enum slot_state s = SLOT_FREE;
+  uint32_t slot;
+
+  pthread_mutex_lock (&st->lock);
+  slot = index_lookup (&vol->idx, lba);
+  if (slot != HHC_NIL)
+    s = slot_state (&vol->idx.slots[slot]);
+  pthread_mutex_unlock (&st->lock);
+  return s;
 }
 
 unsigned char *

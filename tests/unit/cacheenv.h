@@ -1,6 +1,7 @@
-/* The fixture of the cache tests (test-cache, test-cache-format): a
- * volume on an in-memory backend whose cache is a crash device behind
- * a hook device, and helpers for versioned blocks and raw metadata.
+/* The fixture of the cache tests (test-cache, test-cache-reuse,
+ * test-cache-crash, test-cache-format): a volume on an in-memory
+ * backend whose cache is a crash device behind a hook device, and
+ * helpers for versioned blocks, slot states and raw metadata.
  */
 #ifndef HHC_TEST_CACHEENV_H
 #define HHC_TEST_CACHEENV_H
@@ -11,6 +12,7 @@
 
 #include "devcrash.h"
 #include "hhccore.h"
+#include "index.h"
 #include "membackend.h"
 #include "preopen.h"
 
@@ -48,6 +50,8 @@ void write_v (struct env *e, uint64_t lba, uint64_t version);
  * disagree or are not a valid pattern of that block, -2 if all zero.
  */
 int64_t read_v (struct env *e, uint64_t lba);
+/* State of block lba's slot (persisted-state word in RAM). */
+enum slot_state block_state (struct hhc_volume *vol, uint64_t lba);
 
 /* The whole device (malloc'd). */
 unsigned char *dev_snapshot (struct hhc_dev *d);

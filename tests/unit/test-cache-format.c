@@ -1,7 +1,8 @@
 /* The SSD cache format (docs/design.md §4.1-4.3, §4.6), on a crash
  * device: format/load round trip, torn and corrupt metadata, sequence
  * numbers at their limits, ownership checks.  The invariants are in
- * test-cache.c.
+ * test-cache.c and test-cache-reuse.c, power cuts and a failed cache
+ * device in test-cache-crash.c.
  */
 #include <config.h>
 
