@@ -4,7 +4,8 @@
  * is the one replay reads).  Also log_retire, which checks and voids a log
  * without opening it for use, and freeing a log.
  *
- * No lock: a log being opened or retired is not shared yet.
+ * No lock: a log being opened or retired is not shared yet (the scan's
+ * threads only read what is set before they start).
  */
 #include <config.h>
 

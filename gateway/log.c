@@ -3,8 +3,9 @@
  * log_int.h for the files of the log and its locks, log-format.h for
  * the layout, and docs/log.md for the protocol and why it is safe.
  *
- * The log's life: log_open (log-open.c: superblocks, scan), log_replay
- * if the SSD was lost (log-replay.c), log_start (the writer runs),
+ * The log's life: log_open (log-open.c: superblocks; log-scan.c: every
+ * mirror's chain, at once), log_replay if the SSD was lost
+ * (log-replay.c), log_start (the writer runs),
  * log_rebase (every dirty block logged again under this run's base),
  * then log_append / log_revoke (log-buffer.c) and log_barrier for each
  * FLUSH, and log_stop.

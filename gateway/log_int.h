@@ -13,7 +13,8 @@
  *   log-buffer.c   the buffer being filled: append, update, revoke,
  *                  seal, room for the next buffer
  *   log-open.c     open (superblocks, format), retire, free
- *   log-scan.c     the chain of segments on a mirror; inspection
+ *   log-scan.c     the chain of segments on a mirror, every mirror's
+ *                  at open (at once, a thread each); inspection
  *   log-replay.c   replay into the backend: the surviving blocks
  *   log-stream.c   the replay's reads of the log and writes
  *   log-mirror.c   mirror I/O and failure, superblock I/O, voiding
