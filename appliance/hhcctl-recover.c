@@ -27,15 +27,21 @@ struct recover_args {
   const char *backend;
 };
 
+/* Writes to the backend at once (the replay's writer threads): a
+ * remote backend's latency overlaps, as the gateway's write-back does.
+ */
+#define RECOVER_WRITERS 4
+
+/* n blocks from lba (the volume's last block may be partial). */
 static int
-write_block (void *opaque, const void *buf, uint64_t lba)
+write_run (void *opaque, const void *buf, uint64_t lba, uint32_t n)
 {
   struct target *t = opaque;
   uint64_t off = lba * t->bs;
   uint64_t left = t->size - off;
-  size_t len = left < t->bs ? left : t->bs;
+  uint64_t want = (uint64_t)n * t->bs;
 
-  return offline_write (t->dev, buf, len, off);
+  return offline_write (t->dev, buf, left < want ? left : want, off);
 }
 
 static void
@@ -141,7 +147,7 @@ replay (struct hhc_log *log, const char *backend, struct target *t)
   int r;
 
   t->tty = isatty (2);
-  r = offline_log_replay (log, write_block, progress, t);
+  r = offline_log_replay (log, write_run, progress, t, RECOVER_WRITERS);
   if (r == 0 && (r = offline_sync (t->dev)) != 0)
     fprintf (stderr, "hhcctl: error: flushing %s: %s\n", backend, strerror (r));
   return r ? 1 : 0;

@@ -240,12 +240,20 @@ offline_log_sweep (struct hhc_log *log, unsigned mirror,
 
 int
 offline_log_replay (struct hhc_log *log,
-                    int (*write) (void *opaque, const void *buf, uint64_t lba),
+                    int (*write) (void *opaque, const void *buf, uint64_t lba,
+                                  uint32_t n),
                     void (*progress) (void *opaque, uint64_t done,
                                       uint64_t total),
-                    void *opaque)
+                    void *opaque, unsigned writers)
 {
-  return log_replay (log, write, progress, opaque);
+  const char *identity;
+  uint64_t size;
+  uint32_t bs;
+
+  log_volume (log, &identity, &size, &bs);
+  struct log_sink sink
+      = { write, progress, opaque, writers, HHC_MAX ((1u << 20) / bs, 1u), 0 };
+  return log_replay_sink (log, &sink);
 }
 
 static int

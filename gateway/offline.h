@@ -174,16 +174,19 @@ void offline_log_sweep (struct hhc_log *log, unsigned mirror,
                         const struct offline_chain *c, uint64_t region,
                         struct offline_orphans *o);
 
-/* Replay the log through write (block-sized writes at lba *
- * block_size), calling progress now and then; the backend is not
- * flushed.  0 or errno.
+/* Replay the log through write: n blocks of consecutive LBAs from lba
+ * (n * block_size bytes at buf, adjacent blocks merged up to 1 MiB),
+ * called by up to writers threads at once, never twice for one LBA and
+ * never from the caller's thread; progress (may be NULL) is called now
+ * and then from the caller's thread.  The backend is not flushed.  0
+ * or errno.
  */
 int offline_log_replay (struct hhc_log *log,
                         int (*write) (void *opaque, const void *buf,
-                                      uint64_t lba),
+                                      uint64_t lba, uint32_t n),
                         void (*progress) (void *opaque, uint64_t done,
                                           uint64_t total),
-                        void *opaque);
+                        void *opaque, unsigned writers);
 /* Blocks a replay would write (nothing is written; the log's info
  * message about a replay still goes to its hhc_msg_fn).
  */

@@ -15,6 +15,9 @@
 #   mirror-*    the same with two mirrors, one deleted before the
 #               restart: restarted with a new blank file in its place
 #               (it joins the log) or with the surviving mirror only.
+#   hhcctl-*    the same loss replayed offline by hhcctl recover (two
+#               mirrors; or one, into the backend through nbdkit); a
+#               backend smaller than the volume is refused, unchanged.
 #   corrupt-*   write + flush, write + flush, then damage the last
 #               segment on the log (a data byte, or its LBA table):
 #               the backend is exactly the state of the first barrier.
@@ -23,6 +26,8 @@ source "$(dirname "$0")/functions.sh"
 
 requires nbdkit nbdinfo nbdsh qemu-io python3 cmp
 hhc=$(filter)
+hhcctl=${abs_top_builddir:?}/appliance/hhcctl
+[ -x "$hhcctl" ] || fail "$hhcctl: not built"
 make_tmpdir
 
 head -c 32M /dev/urandom >"$tmp/orig.img"
@@ -101,17 +106,18 @@ fua_off=$((24 << 20))
 unflushed_off=$((20 << 20))
 unflushed_len=$((1 << 20))
 
-# recover NAME "LOGS-BEFORE" "DELETED" "LOGS-AFTER" [MIRRORS-AFTER]
-recover ()
+# crashed NAME "LOGS": d=$tmp/NAME, its backend after the flushed ops,
+# a FUA write and an unflushed 1 MiB through a gateway on LOGS, killed
+# with SIGKILL (nothing written back); its cache file deleted.
+crashed ()
 {
-  local name=$1 before=$2 deleted=$3 after=$4 mirrors=${5:-} l
-  local d=$tmp/$name
+  d=$tmp/$1
   mkdir "$d"
   cp "$tmp/orig.img" "$d/backend.img"
   expected "$d" "${flushed[@]}" "write -P 0xf5 $fua_off 8k"
 
-  # shellcheck disable=SC2086 # word splitting of the log lists
-  gateway "$d" $before
+  # shellcheck disable=SC2086 # word splitting of the log list
+  gateway "$d" $2
   start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
   qemu_io_ops "$d/sock" "${flushed[@]}"
   # A FUA write is durable by itself; then the unflushed one (not
@@ -123,18 +129,30 @@ recover ()
   not_written_back "$d" $((1 << 20)) $((2 << 20))
   not_written_back "$d" $((8 << 20)) 4096
   not_written_back "$d" "$fua_off" 8192
-
   rm -f -- "$d/cache.img" "$d/stats.json"
+}
+
+# replayed NAME: d's backend holds every flushed byte, and each block
+# of the unflushed range the old or the new data.
+replayed ()
+{
+  python3 -c "$unflushed_py" "$tmp/orig.img" "$d/backend.img" \
+          "$d/expected.img" "$unflushed_off" "$unflushed_len" ||
+    fail "$1: torn or foreign data in the unflushed range"
+  compare_image "$d/expected.img" "$d/backend.img"
+}
+
+# recover NAME "LOGS-BEFORE" "DELETED" "LOGS-AFTER" [MIRRORS-AFTER]
+recover ()
+{
+  local name=$1 deleted=$3 after=$4 mirrors=${5:-} l
+  crashed "$name" "$2"
   for l in $deleted; do rm -- "$d/$l"; done
   # shellcheck disable=SC2086
   gateway "$d" $after
   start_nbdkit -P "$d/pid" -U "$d/sock" "${gw[@]}"
   stop_nbdkit "$d/pid"
-
-  python3 -c "$unflushed_py" "$tmp/orig.img" "$d/backend.img" \
-          "$d/expected.img" "$unflushed_off" "$unflushed_len" ||
-    fail "$name: torn or foreign data in the unflushed range"
-  compare_image "$d/expected.img" "$d/backend.img"
+  replayed "$name"
   if [ -n "$mirrors" ]; then
     python3 - "$d/stats.json" "$mirrors" <<'EOF' || fail "$name: stats"
 import json, sys
@@ -148,10 +166,43 @@ EOF
   echo "$name: ok"
 }
 
+# recover_offline NAME file|nbd "LOGS": the same loss, replayed by
+# hhcctl recover (every mirror given) into the backend as a file or
+# through nbdkit on a unix socket; then hhcctl refuses a backend
+# smaller than the volume, in one line, leaving it unchanged.
+recover_offline ()
+{
+  local name=$1 how=$2 l st=0 backend
+  local -a logs=()
+  crashed "$name" "$3"
+  for l in $3; do logs+=(--log "$d/$l"); done
+  backend=$d/backend.img
+  if [ "$how" = nbd ]; then
+    start_nbdkit -P "$d/be.pid" -U "$d/be.sock" file "$d/backend.img"
+    backend="nbd+unix:///?socket=$d/be.sock"
+  fi
+  "$hhcctl" recover "${logs[@]}" --backend "$backend" --quiet ||
+    fail "$name: hhcctl recover failed"
+  [ "$how" != nbd ] || stop_nbdkit "$d/be.pid"
+  replayed "$name"
+
+  truncate -s 16M "$d/small.img"
+  "$hhcctl" recover "${logs[@]}" --backend "$d/small.img" --quiet \
+    2>"$d/small.err" || st=$?
+  [ "$st" -eq 1 ] && [ "$(wc -l <"$d/small.err")" -eq 1 ] &&
+    grep -q "refusing" "$d/small.err" ||
+    fail "$name: a small backend: exit $st: $(cat "$d/small.err")"
+  cmp -s "$d/small.img" <(head -c 16M /dev/zero) ||
+    fail "$name: the refused backend was changed"
+  echo "$name: ok"
+}
+
 recover single "log" "" "log"
 recover mirror-new-blank "a.log b.log" "a.log" "a.log b.log" 2
 recover mirror-survivor "a.log b.log" "a.log" "b.log" 1
 recover mirror-second-lost "a.log b.log" "b.log" "a.log" 1
+recover_offline hhcctl-file file "a.log b.log"
+recover_offline hhcctl-nbd nbd "log"
 
 # --- the last segment is corrupt ---------------------------------------
 
