@@ -1,5 +1,7 @@
+# shellcheck shell=bash
 # scripts/bench/scale's experiment mirrors (sourced by it: uses its
-# start, wait_serving, stop, now, secs, mibps, $work, $filter).
+# start, wait_serving, stop, fill_seq, now, secs, mibps, $work,
+# $filter).
 
 # mirrors_gw DIR FILTER: the gateway's arguments (both mirrors through
 # their delayed servers).
@@ -42,13 +44,7 @@ mirrors_setup ()
   done
   mirrors_up "$d"
   mirrors_gw "$d" "$filter"
-  start "$d/sock" "${gw[@]}"
-  local pid=$started
-  wait_serving "$d/sock"
-  fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$d/sock" \
-    --rw=write --bs=1M --iodepth=4 --size="${mb}M" --end_fsync=1 >/dev/null
-  kill -9 "$pid"
-  wait "$pid" 2>/dev/null || true
+  fill_seq "$d"
   mirrors_down
   for f in backend cache log1 log2; do
     cp --sparse=always "$d/$f.img" "$d/$f.orig"

@@ -126,13 +126,7 @@ big_fill ()
   truncate -s 8G "$d/backend.img"
   truncate -s 4G "$d/log.img"
   big_gw "$d" "$1"
-  start "$d/sock" "${gw[@]}"
-  local pid=$started
-  wait_serving "$d/sock"
-  fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$d/sock" \
-    --rw=write --bs=1M --iodepth=4 --size="${mb}M" --end_fsync=1 >/dev/null
-  kill -9 "$pid"
-  wait "$pid" 2>/dev/null || true
+  fill_seq "$d"
   sync
   dd if="$d/log.img" iflag=nocache count=0 status=none
 }
