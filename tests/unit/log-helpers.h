@@ -127,6 +127,7 @@ struct pdev {
   struct hhc_dev *inner;
   struct power *pw;
   uint64_t writes;           /* atomic */
+  uint64_t region_reads;     /* atomic: reads past LOG_REGION_OFF */
   uint64_t fail_after;       /* atomic: writes that succeed before it fails */
   bool failing;              /* atomic: every call fails with EIO */
   uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
