@@ -33,54 +33,115 @@ header_ok (struct hhc_log *log, const unsigned char *h, uint64_t seq,
   return log_seg_fits (sh, phys, log->region_size, log->bs);
 }
 
-/* A buffer for the reads of segment_sum: grown to the largest read, at
- * most SCAN_CHUNK (most segments are far smaller, and a fresh megabyte
- * per scan costs 256 page faults).
+/* A read-ahead window over one mirror's region.  A scan reads the
+ * chain in order, so one request of up to SCAN_CHUNK serves every
+ * segment header and data in it: a header and its data were two
+ * requests of their own, and on a device where each request costs a
+ * seek or a round trip (an HDD, a mirror over NBD) a chain of small
+ * barrier segments took seconds per thousand of them.  The reads start
+ * at WIN_FIRST and double up to the cap, so that a short chain (a
+ * small log, a fuzzer's input) reads little past its end.
  */
-struct scanbuf {
-  unsigned char *p;
-  size_t size;
+#define WIN_FIRST (64 * 1024)
+
+struct scanwin {
+  struct hhc_dev *dev;
+  uint64_t region;  /* the region's size */
+  unsigned char *p; /* cap bytes */
+  size_t cap;
+  size_t next;    /* bytes the next read asks for (at most cap) */
+  uint64_t start; /* region offset of p[0] */
+  size_t len;     /* bytes read from start */
 };
 
-static void
-scanbuf_free (struct scanbuf *b)
-{
-  free (b->p);
-}
-
-/* The checksum of the segment at phys on m, total bytes of header and
- * data, whose header (flags and first LOG_ALIGN bytes) is sh and h: the
- * rest read in chunks into big.  0 (*sum set), EILSEQ (it would run
- * past the region), ENOMEM, or the read's errno.
+/* A window of up to cap bytes (at most the region) on mirror m's
+ * region: ENOMEM, or 0.
  */
 static int
-segment_sum (struct hhc_log *log, struct mirror *m,
-             const struct log_seg_hdr *sh, const unsigned char *h,
-             uint64_t phys, uint64_t total, struct scanbuf *big, uint64_t *sum)
+win_init (struct scanwin *w, struct hhc_log *log, struct mirror *m, size_t cap)
 {
-  struct log_segck ck;
+  *w = (struct scanwin){ .dev = m->dev, .region = log->region_size };
+  w->cap = HHC_MIN ((uint64_t)cap, log->region_size);
+  w->next = HHC_MIN ((size_t)WIN_FIRST, w->cap);
+  w->p = hhc_alloc_aligned (w->cap);
+  return w->p ? 0 : ENOMEM;
+}
+
+static void
+win_free (struct scanwin *w)
+{
+  free (w->p);
+}
+
+/* At *out, up to max bytes of the region from off (off below the
+ * region's end): *got of them, at least one; read from off if off is
+ * not in the window.  0 or the read's errno.
+ */
+static int
+win_get (struct scanwin *w, uint64_t off, size_t max, const unsigned char **out,
+         size_t *got)
+{
+  if (off < w->start || off >= w->start + w->len)
+    {
+      size_t len = HHC_MIN ((uint64_t)HHC_MAX (w->next, max), w->region - off);
+      len = HHC_MIN (len, w->cap);
+      int r = dev_pread (w->dev, w->p, len, LOG_REGION_OFF + off);
+      if (r)
+        {
+          w->len = 0;
+          return r;
+        }
+      w->start = off;
+      w->len = len;
+      w->next = HHC_MIN (w->next * 2, w->cap);
+    }
+  *out = w->p + (off - w->start);
+  *got = HHC_MIN (max, w->start + w->len - off);
+  return 0;
+}
+
+/* n contiguous bytes of the region at off (n at most cap and the rest
+ * of the region) at *out: from the window, else read from off.
+ */
+static int
+win_get_all (struct scanwin *w, uint64_t off, size_t n,
+             const unsigned char **out)
+{
+  size_t got;
   int r;
 
+  if (off >= w->start && off + n <= w->start + w->len)
+    return win_get (w, off, n, out, &got);
+  w->len = 0; /* not all there: read again from off */
+  if ((r = win_get (w, off, n, out, &got)) != 0)
+    return r;
+  return got == n ? 0 : EILSEQ;
+}
+
+/* The checksum of the segment at phys whose header is sh, total bytes
+ * of header and data, read through w.  0 (*sum set), EILSEQ (it would
+ * run past the region), or the read's errno.
+ */
+static int
+segment_sum (struct scanwin *w, const struct log_seg_hdr *sh, uint64_t phys,
+             uint64_t total, uint64_t *sum)
+{
+  struct log_segck ck;
+  const unsigned char *p;
+  size_t got;
+  int r;
+
+  if (phys + HHC_ROUND_UP (total, 512) > w->region)
+    return EILSEQ;
+  if ((r = win_get_all (w, phys, LOG_ALIGN, &p)) != 0)
+    return r;
   log_segck_init (&ck, sh->flags);
-  log_segck_add_header (&ck, h, LOG_ALIGN);
-  for (uint64_t done = LOG_ALIGN; done < total;)
+  log_segck_add_header (&ck, p, LOG_ALIGN);
+  for (uint64_t done = LOG_ALIGN; done < total; done += got)
     {
-      uint64_t n = HHC_MIN ((uint64_t)SCAN_CHUNK, total - done);
-      uint64_t rd = HHC_ROUND_UP (n, 512);
-      if (rd > big->size)
-        {
-          free (big->p);
-          big->size = HHC_ROUND_UP (rd, LOG_ALIGN);
-          if ((big->p = hhc_alloc_aligned (big->size)) == NULL)
-            return ENOMEM;
-        }
-      if (phys + done + rd > log->region_size)
-        return EILSEQ;
-      if ((r = dev_pread (m->dev, big->p, rd, LOG_REGION_OFF + phys + done))
-          != 0)
+      if ((r = win_get (w, phys + done, total - done, &p, &got)) != 0)
         return r;
-      log_segck_add (&ck, big->p, n);
-      done += n;
+      log_segck_add (&ck, p, got);
     }
   *sum = log_segck_final (&ck);
   return 0;
@@ -104,8 +165,7 @@ int
 scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
              uint64_t hint_seq, struct scan *s)
 {
-  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
-  struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
+  struct scanwin w __attribute__ ((cleanup (win_free))) = { 0 };
   uint64_t lpos = hint_off, seq = hint_seq, start = hint_off;
   bool wrapped = false, have_prev = false;
   uint32_t prev_crc = 0;
@@ -113,18 +173,19 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
 
   memset (s, 0, sizeof *s);
   s->last_barrier = -1;
-  if (h == NULL)
+  if (win_init (&w, log, m, SCAN_CHUNK) != 0)
     return ENOMEM;
   while (lpos - start < log->region_size)
     {
       uint64_t phys = lpos % log->region_size;
+      const unsigned char *h;
       struct log_seg_hdr sh;
       if (phys + LOG_ALIGN > log->region_size)
         {
           lpos += log->region_size - phys;
           continue;
         }
-      if (dev_pread (m->dev, h, LOG_ALIGN, LOG_REGION_OFF + phys) != 0
+      if (win_get_all (&w, phys, LOG_ALIGN, &h) != 0
           || !header_ok (log, h, seq, phys, &sh))
         break;
       /* Each segment names its predecessor's crc: a stale segment of a
@@ -132,12 +193,10 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
        */
       if (have_prev && sh.prev_checksum != prev_crc)
         break;
-      int r = segment_sum (log, m, &sh, h, phys,
-                           sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &big,
-                           &sum);
-      if (r == ENOMEM)
-        return ENOMEM;
-      if (r || sum != sh.checksum)
+      if (segment_sum (&w, &sh, phys,
+                       sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &sum)
+              != 0
+          || sum != sh.checksum)
         break;
       if (sh.flags & LOG_F_WRAP)
         {
@@ -244,17 +303,21 @@ int
 log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
                      struct log_seg_desc *d)
 {
-  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
-  struct scanbuf big __attribute__ ((cleanup (scanbuf_free))) = { 0 };
+  struct scanwin w __attribute__ ((cleanup (win_free))) = { 0 };
+  const unsigned char *h;
   struct log_seg_hdr sh;
   uint64_t sum;
   int r;
 
   if (i >= log->nm || off % LOG_ALIGN || off + LOG_ALIGN > log->region_size)
     return EINVAL;
-  if (h == NULL)
+  /* One segment: the window starts with its header alone, so that a
+   * sweep of every position reads no more than before.
+   */
+  if (win_init (&w, log, &log->m[i], SCAN_CHUNK) != 0)
     return ENOMEM;
-  if ((r = dev_pread (log->m[i].dev, h, LOG_ALIGN, LOG_REGION_OFF + off)) != 0)
+  w.cap = LOG_ALIGN;
+  if ((r = win_get_all (&w, off, LOG_ALIGN, &h)) != 0)
     return r;
   if (log_seg_decode (h, &sh) == ENOENT
       || memcmp (sh.log_uuid, log->uuid, 16) != 0
@@ -264,8 +327,10 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
   if (!header_ok (log, h, sh.seq, off, &sh))
     return EILSEQ;
   d->len = sh.hdr_len + log_seg_data_len (sh.nblocks, log->bs);
-  r = segment_sum (log, &log->m[i], &sh, h, off,
-                   sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &big, &sum);
+  uint64_t total = sh.hdr_len + (uint64_t)sh.nblocks * log->bs;
+  w.cap = HHC_MIN ((uint64_t)SCAN_CHUNK,
+                   HHC_MIN (HHC_ROUND_UP (total, 512), log->region_size));
+  r = segment_sum (&w, &sh, off, total, &sum);
   if (r)
     return r;
   return sum == sh.checksum ? 0 : EILSEQ;

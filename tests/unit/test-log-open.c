@@ -17,6 +17,8 @@
  *                 segment a barrier) and a slow log sync (buffers
  *                 queued when the re-log is done).
  *   scan_parallel two mirrors are scanned at once at open.
+ *   scan_reads    the scan reads a chain of small segments in few
+ *                 requests.
  */
 #include <config.h>
 
@@ -442,6 +444,39 @@ test_scan_parallel (void **state)
   env_free (&e);
 }
 
+/* The open's scan reads the chain through a window (reads of 64 KiB
+ * doubling up to 1 MiB): 100 barrier segments of one block each (a
+ * write and a FLUSH apiece, 800 KiB of the region) take 4 reads of the
+ * region (at most 8 allowed), where a header and its data were two
+ * reads per segment (201).  The volume then reads every block back.
+ */
+static void
+test_scan_reads (void **state)
+{
+  struct env e;
+  struct pdev *p;
+
+  env_init (&e, 128, 128, 1, LOG_REGION_OFF + 4096 * KiB);
+  env_open (&e);
+  for (uint64_t l = 0; l < 100; l++)
+    {
+      env_write (&e, l, 20 + l, false);
+      env_flush (&e);
+    }
+  env_close (&e);
+  p = to_pdev (e.logs[0].pd);
+  __atomic_store_n (&p->region_reads, 0, __ATOMIC_RELAXED);
+  env_open (&e);
+  uint64_t n = __atomic_load_n (&p->region_reads, __ATOMIC_RELAXED);
+  if (n > 8)
+    fail_msg ("the scan of 100 segments read the region %llu times",
+              (unsigned long long)n);
+  for (uint64_t l = 0; l < 100; l++)
+    assert_true (reads_v (&e, l, 20 + l));
+  env_close (&e);
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -449,6 +484,7 @@ main (void)
     cmocka_unit_test (test_refusals),     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_old_version),  cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_rebase_tight), cmocka_unit_test (test_scan_parallel),
+    cmocka_unit_test (test_scan_reads),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
