@@ -34,37 +34,39 @@ header_ok (struct hhc_log *log, const unsigned char *h, uint64_t seq,
 }
 
 /* A read-ahead window over one mirror's region.  A scan reads the
- * chain in order, so one request of up to SCAN_CHUNK serves every
- * segment header and data in it: a header and its data were two
- * requests of their own, and on a device where each request costs a
- * seek or a round trip (an HDD, a mirror over NBD) a chain of small
- * barrier segments took seconds per thousand of them.  The reads start
- * at WIN_FIRST and double up to the cap, so that a short chain (a
- * small log, a fuzzer's input) reads little past its end.
+ * chain in order, so one request serves the headers and data of every
+ * segment in it: a header and its data were two requests of their
+ * own, and on a device where each request costs a seek or a round trip
+ * (an HDD, a mirror over NBD) a chain of small barrier segments took
+ * seconds per thousand of them.  The reads start at WIN_FIRST and
+ * double up to the cap, and the buffer grows with them, so that a
+ * short chain (a small log, a fuzzer's input) costs little.  A read
+ * that fails is tried again for only the bytes asked for: the sectors
+ * past the chain's tail may be unreadable (a write the power cut
+ * tore), and a read ahead into them must not end the chain early.
  */
 #define WIN_FIRST (64 * 1024)
 
 struct scanwin {
   struct hhc_dev *dev;
   uint64_t region;  /* the region's size */
-  unsigned char *p; /* cap bytes */
-  size_t cap;
-  size_t next;    /* bytes the next read asks for (at most cap) */
+  unsigned char *p; /* size bytes */
+  size_t size;
+  size_t cap;     /* no read asks for more */
+  size_t next;    /* bytes the next read ahead asks for (at most cap) */
   uint64_t start; /* region offset of p[0] */
   size_t len;     /* bytes read from start */
 };
 
-/* A window of up to cap bytes (at most the region) on mirror m's
- * region: ENOMEM, or 0.
+/* A window whose reads ask for at most cap bytes (and never go past
+ * the region) on mirror m's region.
  */
-static int
+static void
 win_init (struct scanwin *w, struct hhc_log *log, struct mirror *m, size_t cap)
 {
   *w = (struct scanwin){ .dev = m->dev, .region = log->region_size };
   w->cap = HHC_MIN ((uint64_t)cap, log->region_size);
   w->next = HHC_MIN ((size_t)WIN_FIRST, w->cap);
-  w->p = hhc_alloc_aligned (w->cap);
-  return w->p ? 0 : ENOMEM;
 }
 
 static void
@@ -73,26 +75,52 @@ win_free (struct scanwin *w)
   free (w->p);
 }
 
-/* At *out, up to max bytes of the region from off (off below the
- * region's end): *got of them, at least one; read from off if off is
- * not in the window.  0 or the read's errno.
+/* Read len bytes from off into the window (grown first if need be).
+ * 0, ENOMEM or the read's errno (the window then empty).
  */
 static int
-win_get (struct scanwin *w, uint64_t off, size_t max, const unsigned char **out,
-         size_t *got)
+win_fill (struct scanwin *w, uint64_t off, size_t len)
 {
-  if (off < w->start || off >= w->start + w->len)
+  w->len = 0;
+  if (len > w->size)
     {
-      size_t len = HHC_MIN ((uint64_t)HHC_MAX (w->next, max), w->region - off);
-      len = HHC_MIN (len, w->cap);
-      int r = dev_pread (w->dev, w->p, len, LOG_REGION_OFF + off);
-      if (r)
-        {
-          w->len = 0;
-          return r;
-        }
+      free (w->p);
+      w->size = 0;
+      if ((w->p = hhc_alloc_aligned (len)) == NULL)
+        return ENOMEM;
+      w->size = len;
+    }
+  int r = dev_pread (w->dev, w->p, len, LOG_REGION_OFF + off);
+  if (r == 0)
+    {
       w->start = off;
       w->len = len;
+    }
+  return r;
+}
+
+/* At *out, up to max bytes of the region from off (off below the
+ * region's end): *got of them, at least one, and all of
+ * min (max, cap, the rest of the region) if all is set; read from off
+ * unless the window holds off (and those bytes, if all).  0, ENOMEM
+ * or the read's errno.
+ */
+static int
+win_at (struct scanwin *w, uint64_t off, size_t max, bool all,
+        const unsigned char **out, size_t *got)
+{
+  size_t need = HHC_MIN (HHC_MIN (max, w->cap), w->region - off);
+  uint64_t end = w->start + w->len;
+
+  if (off < w->start || off >= end || (all && off + need > end))
+    {
+      size_t ahead = HHC_MIN (HHC_MAX (w->next, need), w->region - off);
+      ahead = HHC_MIN (ahead, w->cap);
+      int r = win_fill (w, off, ahead);
+      if (r && r != ENOMEM && need < ahead)
+        r = win_fill (w, off, need);
+      if (r)
+        return r;
       w->next = HHC_MIN (w->next * 2, w->cap);
     }
   *out = w->p + (off - w->start);
@@ -101,26 +129,24 @@ win_get (struct scanwin *w, uint64_t off, size_t max, const unsigned char **out,
 }
 
 /* n contiguous bytes of the region at off (n at most cap and the rest
- * of the region) at *out: from the window, else read from off.
+ * of the region) at *out.  0, EILSEQ (n is more than that), ENOMEM or
+ * the read's errno.
  */
 static int
 win_get_all (struct scanwin *w, uint64_t off, size_t n,
              const unsigned char **out)
 {
   size_t got;
-  int r;
+  int r = win_at (w, off, n, true, out, &got);
 
-  if (off >= w->start && off + n <= w->start + w->len)
-    return win_get (w, off, n, out, &got);
-  w->len = 0; /* not all there: read again from off */
-  if ((r = win_get (w, off, n, out, &got)) != 0)
-    return r;
-  return got == n ? 0 : EILSEQ;
+  if (r == 0 && got < n)
+    return EILSEQ;
+  return r;
 }
 
 /* The checksum of the segment at phys whose header is sh, total bytes
  * of header and data, read through w.  0 (*sum set), EILSEQ (it would
- * run past the region), or the read's errno.
+ * run past the region), ENOMEM, or the read's errno.
  */
 static int
 segment_sum (struct scanwin *w, const struct log_seg_hdr *sh, uint64_t phys,
@@ -139,7 +165,8 @@ segment_sum (struct scanwin *w, const struct log_seg_hdr *sh, uint64_t phys,
   log_segck_add_header (&ck, p, LOG_ALIGN);
   for (uint64_t done = LOG_ALIGN; done < total; done += got)
     {
-      if ((r = win_get (w, phys + done, total - done, &p, &got)) != 0)
+      size_t max = HHC_MIN (total - done, (uint64_t)SCAN_CHUNK);
+      if ((r = win_at (w, phys + done, max, false, &p, &got)) != 0)
         return r;
       log_segck_add (&ck, p, got);
     }
@@ -173,30 +200,32 @@ scan_mirror (struct hhc_log *log, struct mirror *m, uint64_t hint_off,
 
   memset (s, 0, sizeof *s);
   s->last_barrier = -1;
-  if (win_init (&w, log, m, SCAN_CHUNK) != 0)
-    return ENOMEM;
+  win_init (&w, log, m, SCAN_CHUNK);
   while (lpos - start < log->region_size)
     {
       uint64_t phys = lpos % log->region_size;
       const unsigned char *h;
       struct log_seg_hdr sh;
+      int r;
       if (phys + LOG_ALIGN > log->region_size)
         {
           lpos += log->region_size - phys;
           continue;
         }
-      if (win_get_all (&w, phys, LOG_ALIGN, &h) != 0
-          || !header_ok (log, h, seq, phys, &sh))
+      if ((r = win_get_all (&w, phys, LOG_ALIGN, &h)) == ENOMEM)
+        return ENOMEM;
+      if (r || !header_ok (log, h, seq, phys, &sh))
         break;
       /* Each segment names its predecessor's crc: a stale segment of a
        * crashed run whose sequence number fits is not taken for ours.
        */
       if (have_prev && sh.prev_checksum != prev_crc)
         break;
-      if (segment_sum (&w, &sh, phys,
-                       sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &sum)
-              != 0
-          || sum != sh.checksum)
+      r = segment_sum (&w, &sh, phys,
+                       sh.hdr_len + (uint64_t)sh.nblocks * log->bs, &sum);
+      if (r == ENOMEM)
+        return ENOMEM;
+      if (r || sum != sh.checksum)
         break;
       if (sh.flags & LOG_F_WRAP)
         {
@@ -311,12 +340,10 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
 
   if (i >= log->nm || off % LOG_ALIGN || off + LOG_ALIGN > log->region_size)
     return EINVAL;
-  /* One segment: the window starts with its header alone, so that a
-   * sweep of every position reads no more than before.
+  /* One segment: the header alone first, then its data, so that a
+   * sweep of every position reads (and allocates) no more than that.
    */
-  if (win_init (&w, log, &log->m[i], SCAN_CHUNK) != 0)
-    return ENOMEM;
-  w.cap = LOG_ALIGN;
+  win_init (&w, log, &log->m[i], LOG_ALIGN);
   if ((r = win_get_all (&w, off, LOG_ALIGN, &h)) != 0)
     return r;
   if (log_seg_decode (h, &sh) == ENOENT
@@ -328,8 +355,8 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
     return EILSEQ;
   d->len = sh.hdr_len + log_seg_data_len (sh.nblocks, log->bs);
   uint64_t total = sh.hdr_len + (uint64_t)sh.nblocks * log->bs;
-  w.cap = HHC_MIN ((uint64_t)SCAN_CHUNK,
-                   HHC_MIN (HHC_ROUND_UP (total, 512), log->region_size));
+  w.cap = HHC_MIN ((uint64_t)SCAN_CHUNK, log->region_size);
+  w.next = 0; /* no read ahead: the data, a chunk at a time */
   r = segment_sum (&w, &sh, off, total, &sum);
   if (r)
     return r;

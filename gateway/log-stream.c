@@ -208,8 +208,9 @@ queue_full (struct stream *s, struct rbuf *rb)
 
 /* A run whose read failed, again without its dead bytes: each range
  * of adjacent live blocks on its own.  A dead byte read through may be
- * unreadable (free space past the tail, which the scan never read,
- * where the crash may have torn a write) and holds nothing we need.
+ * unreadable (free space past the tail, where the crash may have torn
+ * a write; the scan's read ahead falls back to exact reads there) and
+ * holds nothing we need.
  */
 static int
 read_live (struct stream *s, struct rbuf *rb, uint64_t off)

@@ -19,6 +19,7 @@
  *   scan_parallel two mirrors are scanned at once at open.
  *   scan_reads    the scan reads a chain of small segments in few
  *                 requests.
+ *   scan_bad_tail unreadable sectors past the tail: the chain is whole.
  */
 #include <config.h>
 
@@ -477,6 +478,66 @@ test_scan_reads (void **state)
   env_free (&e);
 }
 
+/* The end of the chain of segments on a fresh log's crash device
+ * (region bytes): past the last segment header found.
+ */
+static uint64_t
+chain_end (struct hhc_dev *cd, uint64_t region)
+{
+  unsigned char h[LOG_ALIGN];
+  struct log_seg_hdr sh;
+  uint64_t end = 0;
+
+  for (uint64_t off = 0; off + LOG_ALIGN <= region; off += LOG_ALIGN)
+    {
+      assert_int_equal (dev_pread (cd, h, LOG_ALIGN, LOG_REGION_OFF + off), 0);
+      if (log_seg_decode (h, &sh) == 0)
+        end = HHC_MAX (end,
+                       off + sh.hdr_len + log_seg_data_len (sh.nblocks, BS));
+    }
+  return end;
+}
+
+/* Unreadable sectors right past the chain's tail (a write that a power
+ * cut tore on an HDD) do not end the chain early: the scan's read
+ * ahead into them is tried again for only what it needs.  Nothing is
+ * written back (watermarks at 100%); the SSD is lost and the replay
+ * brings every flushed block back.
+ */
+static void
+test_scan_bad_tail (void **state)
+{
+  struct env e;
+  struct pdev *p;
+  uint64_t end;
+
+  env_init (&e, 64, 64, 1, LOG_REGION_OFF + 4096 * KiB);
+  e.conf.dirty_low = e.conf.dirty_high = e.conf.dirty_max = 100;
+  e.conf.idle_ms = 0;
+  env_open (&e);
+  for (uint64_t l = 0; l < 20; l++)
+    {
+      env_write (&e, l, 40 + l, false);
+      env_flush (&e);
+    }
+  env_close (&e);
+  end = chain_end (e.logs[0].cd, 4096 * KiB);
+  assert_true (end > 64 * KiB); /* past the first read ahead */
+  p = to_pdev (e.logs[0].pd);
+  p->bad_off = LOG_REGION_OFF + end;
+  p->bad_len = 64 * KiB;
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < 20; l++)
+    if (!reads_v (&e, l, 40 + l))
+      fail_msg ("block %llu lost: the scan stopped before the tail's bad "
+                "sectors at region offset %llu",
+                (unsigned long long)l, (unsigned long long)end);
+  env_close (&e);
+  p->bad_len = 0;
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -484,7 +545,7 @@ main (void)
     cmocka_unit_test (test_refusals),     cmocka_unit_test (test_lost_log),
     cmocka_unit_test (test_old_version),  cmocka_unit_test (test_rebase_cut),
     cmocka_unit_test (test_rebase_tight), cmocka_unit_test (test_scan_parallel),
-    cmocka_unit_test (test_scan_reads),
+    cmocka_unit_test (test_scan_reads),   cmocka_unit_test (test_scan_bad_tail),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);

@@ -560,9 +560,9 @@ test_read_error (void **state)
 }
 
 /* A run reads through dead bytes (a superseded block, or on a
- * wrapped log the free space past the tail, which the scan never reads
- * and where a write torn by the crash may have left an unreadable
- * sector).  An unreadable sector there holds nothing the replay needs:
+ * wrapped log the free space past the tail, where a write torn by the
+ * crash may have left an unreadable sector: the scan's read ahead falls
+ * back to exact reads there, test-log-open scan_bad_tail).  An unreadable sector there holds nothing the replay needs:
  * the replay reads the run's live blocks on their own and goes on.
  */
 static void
