@@ -265,7 +265,15 @@ do_start ()
   trap 'start_failed $LINENO' ERR
   chmod 700 "$dir"
   mon_port=$(pick_port)
-  rgw_port=$(pick_port)
+  # The daemons bind ports mon_port + 1 .. + 40 (ms bind port min and
+  # max, write_conf): radosgw's must be none of them (a CI run failed
+  # once with "failed to bind address: Address already in use").
+  local n
+  for (( n = 0; n < 100; n++ )); do
+    rgw_port=$(pick_port)
+    (( rgw_port < mon_port || rgw_port > mon_port + 40 )) && break
+  done
+  (( n < 100 )) || die "no port for radosgw outside the daemons' range"
   echo "$rgw_port" >"$dir/rgw/port"
   write_conf "$mon_port" "$rgw_port"
   start_mon "$mon_port"
