@@ -33,6 +33,10 @@ struct crash_dev {
   unsigned char *current;
   struct pending_vec pending;
   bool dead;
+  uint64_t lost_off; /* the newest write the last crash dropped */
+  size_t lost_len;   /* 0: none */
+  uint64_t bad_off;  /* unreadable bytes (crashdev_set_bad) */
+  size_t bad_len;
 };
 
 static struct crash_dev *
@@ -47,10 +51,30 @@ crash_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  if (off + len > d->size)
+  if (off + len > d->size
+      || (c->bad_len && off < c->bad_off + c->bad_len
+          && c->bad_off < off + len))
     return EIO;
   memcpy (buf, c->current + off, len);
   return 0;
+}
+
+/* A write over unreadable bytes makes the ones it covers readable (a
+ * disk remaps a sector it writes); the range keeps its larger rest.
+ */
+static void
+heal (struct crash_dev *c, uint64_t off, size_t len)
+{
+  uint64_t b0 = c->bad_off, b1 = c->bad_off + c->bad_len;
+
+  if (c->bad_len == 0 || off >= b1 || off + len <= b0)
+    return;
+  if (off > b0 && (off - b0 >= b1 - HHC_MIN (b1, off + len)))
+    b1 = off; /* the part before the write is the larger */
+  else
+    b0 = HHC_MIN (b1, off + len);
+  c->bad_off = b0;
+  c->bad_len = b1 - b0;
 }
 
 static int
@@ -72,6 +96,7 @@ crash_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
       return ENOMEM;
     }
   memcpy (c->current + off, buf, len);
+  heal (c, off, len);
   return 0;
 }
 
@@ -86,6 +111,7 @@ crash_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
     return EIO;
   memcpy (c->current + off, buf, len);
   memcpy (c->durable + off, buf, len);
+  heal (c, off, len);
   for (size_t i = 0; i < c->pending.len; i++)
     {
       struct pending *p = &c->pending.ptr[i];
@@ -178,16 +204,53 @@ crashdev_crash (struct hhc_dev *d, unsigned seed,
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
+  c->lost_len = 0;
   for (size_t i = 0; i < c->pending.len; i++)
     {
       struct pending *p = &c->pending.ptr[i];
       bool k = keep ? keep (i, opaque) : (rand_r (&seed) & 1);
       if (k)
         memcpy (c->durable + p->off, p->data, p->len);
+      else
+        {
+          c->lost_off = p->off;
+          c->lost_len = p->len;
+        }
     }
   drop_pending (c);
   memcpy (c->current, c->durable, d->size);
   c->dead = true;
+}
+
+bool
+crashdev_last_lost (struct hhc_dev *d, uint64_t *off, size_t *len)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  *off = c->lost_off;
+  *len = c->lost_len;
+  return c->lost_len > 0;
+}
+
+void
+crashdev_get_bad (struct hhc_dev *d, uint64_t *off, size_t *len)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  *off = c->bad_off;
+  *len = c->bad_len;
+}
+
+void
+crashdev_set_bad (struct hhc_dev *d, uint64_t off, size_t len)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  c->bad_off = off;
+  c->bad_len = len;
 }
 
 void

@@ -26,6 +26,17 @@ void crashdev_crash (struct hhc_dev *dev, unsigned seed,
                      bool (*keep) (size_t i, void *opaque), void *opaque);
 /* Power back on: reads see the durable image, writes work again. */
 void crashdev_restart (struct hhc_dev *dev);
+/* The newest unsynced write the last crashdev_crash dropped: false if
+ * it dropped none.
+ */
+bool crashdev_last_lost (struct hhc_dev *dev, uint64_t *off, size_t *len);
+/* Make len bytes from off unreadable (reads that touch them fail with
+ * EIO; 0: none), as a write torn by a power cut can leave a disk's
+ * sectors: a later write heals what it covers.  Kept across crashes
+ * and restarts.
+ */
+void crashdev_set_bad (struct hhc_dev *dev, uint64_t off, size_t len);
+void crashdev_get_bad (struct hhc_dev *dev, uint64_t *off, size_t *len);
 /* Free the device.  Its close() is a no-op, so that it outlives the
  * volumes opened on it: the test frees it with this.
  */

@@ -92,6 +92,16 @@ struct power {
   unsigned char *img[MAX_DEVS]; /* what the cut left on each */
   struct membackend *mb;
   unsigned char *be_img;
+  /* Torn tails: a cut leaves the newest write it dropped on a log
+   * device unreadable after the restore, as an HDD's interrupted write
+   * can (until a write covers it).
+   */
+  bool torn_tails;
+  uint64_t bad_off[MAX_DEVS];
+  size_t bad_len[MAX_DEVS];   /* 0: none */
+  uint64_t was_off[MAX_DEVS]; /* each device's unreadable bytes at the cut */
+  size_t was_len[MAX_DEVS];   /* (one range a device: the newest wins) */
+  uint64_t torn;              /* cuts that left one, since power_init */
 };
 
 void power_init (struct power *pw, struct membackend *mb);

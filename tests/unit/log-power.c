@@ -53,6 +53,25 @@ power_crashed (struct power *pw)
   return __atomic_load_n (&pw->crashed, __ATOMIC_ACQUIRE);
 }
 
+/* After the cut of device i (a log: i > 0): with torn_tails, the
+ * newest write it dropped in the log region is to be unreadable once
+ * the power is back (power_restore).
+ */
+static void
+torn_tail (struct power *pw, unsigned i)
+{
+  uint64_t off;
+  size_t len;
+
+  pw->bad_len[i] = 0;
+  if (!pw->torn_tails || i == 0 || !crashdev_last_lost (pw->cd[i], &off, &len)
+      || off < LOG_REGION_OFF)
+    return;
+  pw->bad_off[i] = off;
+  pw->bad_len[i] = len;
+  pw->torn++;
+}
+
 /* Cut the power now: snapshot what survives, keep the devices live. */
 void
 power_cut (struct power *pw)
@@ -64,6 +83,11 @@ power_cut (struct power *pw)
         {
           struct hhc_dev *d = pw->cd[i];
           unsigned char *cur = malloc (d->size);
+          /* The images are the disk's bytes, read past its unreadable
+           * ones (kept for the restore, and for the volume going on).
+           */
+          crashdev_get_bad (d, &pw->was_off[i], &pw->was_len[i]);
+          crashdev_set_bad (d, 0, 0);
           free (pw->img[i]);
           pw->img[i] = malloc (d->size);
           if (cur == NULL || pw->img[i] == NULL
@@ -72,10 +96,12 @@ power_cut (struct power *pw)
           crashdev_crash (d, pw->seed + 7919 * i, NULL, NULL);
           if (dev_pread (d, pw->img[i], d->size, 0) != 0)
             abort ();
+          torn_tail (pw, i);
           /* The volume goes on with what it had written. */
           crashdev_restart (d);
           if (dev_pwrite (d, cur, d->size, 0) != 0)
             abort ();
+          crashdev_set_bad (d, pw->was_off[i], pw->was_len[i]);
           free (cur);
         }
       free (pw->be_img);
@@ -112,9 +138,17 @@ power_restore (struct power *pw)
   for (unsigned i = 0; i < pw->ncd; i++)
     {
       struct hhc_dev *d = pw->cd[i];
+      /* The bytes unreadable at the cut stay so (putting the image back
+       * is no write of the disk's); this cut's torn tail replaces them.
+       */
       crashdev_restart (d);
       T_ASSERT ((dev_pwrite (d, pw->img[i], d->size, 0)) == 0);
       T_ASSERT ((dev_sync (d)) == 0);
+      if (pw->bad_len[i])
+        crashdev_set_bad (d, pw->bad_off[i], pw->bad_len[i]);
+      else
+        crashdev_set_bad (d, pw->was_off[i], pw->was_len[i]);
+      pw->bad_len[i] = 0;
     }
   membackend_poke (pw->mb, pw->be_img, membackend_size (pw->mb), 0);
   power_arm (pw, 0, false, 0, false);

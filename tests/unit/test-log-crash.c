@@ -28,7 +28,7 @@
 struct totals {
   uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
   uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
-  uint64_t head_persists, mirrors2, backend_reverts, ops;
+  uint64_t head_persists, mirrors2, backend_reverts, ops, torn_tails;
   uint64_t redone, redo_runs, redo_cut, checkpoints;
 };
 
@@ -173,6 +173,7 @@ run_setup (struct run *r, uint64_t seed)
   r->mb = membackend_new (r->nblocks * BS);
   T_ASSERT ((r->mb) != NULL);
   power_init (&r->pw, r->mb);
+  r->pw.torn_tails = true; /* a torn write may leave its sectors unreadable */
   r->be = (struct pbe){ r->mb, &r->pw };
   model_init (&r->m, r->nblocks * SECTORS);
   for (uint64_t l = 0; l < r->nblocks; l++)
@@ -317,6 +318,7 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
   t->writes += r->nwrites;
   t->flushes += r->nflushes;
   t->mirrors2 += r->nlogs == 2;
+  t->torn_tails += r->pw.torn;
   tdev_free (&r->ssd);
   for (unsigned i = 0; i < r->nlogs; i++)
     tdev_free (&r->logs[i]);
@@ -406,6 +408,7 @@ test_random_crashes (void **state)
       t.redo_cut += j->t.redo_cut;
       t.mirrors2 += j->t.mirrors2;
       t.backend_reverts += j->t.backend_reverts;
+      t.torn_tails += j->t.torn_tails;
       t.ops += j->t.ops;
       free (j);
     }
@@ -416,7 +419,7 @@ test_random_crashes (void **state)
           "%llu runs wrapped, %llu full waits, %llu relogged, %llu "
           "reclaimed, %llu revokes, %llu head persists, %llu "
           "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
-          "the redo)\n",
+          "the redo); %llu cuts left a log's torn write unreadable\n",
           (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
           (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
           (unsigned long long)t.reopen, (unsigned long long)t.replay,
@@ -427,7 +430,8 @@ test_random_crashes (void **state)
           (unsigned long long)t.reclaimed, (unsigned long long)t.revokes,
           (unsigned long long)t.head_persists,
           (unsigned long long)t.checkpoints, (unsigned long long)t.redo_runs,
-          (unsigned long long)t.redone, (unsigned long long)t.redo_cut);
+          (unsigned long long)t.redone, (unsigned long long)t.redo_cut,
+          (unsigned long long)t.torn_tails);
   /* The write-ahead restart was exercised (a FLUSH commits no SSD). */
   if (!failed && t.reopen >= 10 && t.redo_runs == 0)
     fail_msg ("%llu reopens, none redid a block from the log",
