@@ -8,8 +8,10 @@
  * Tests:
  *   random_crashes  reopen normally, or throw the SSD away and replay
  *                   the log (sometimes with a second power cut during
- *                   the recovery); every sector is checked against an
- *                   oracle (logcrash-oracle.c).  Each seed runs under
+ *                   the recovery); a write the cut tore on a log may
+ *                   leave its sectors unreadable (torn_tails, until a
+ *                   write covers them); every sector is checked
+ *                   against an oracle (logcrash-oracle.c).  Each seed runs under
  *                   a watchdog: a seed not done after HHC_TEST_TIMEOUT
  *                   seconds is a HANG failure.  HHC_TEST_SEED (first seed),
  *                   HHC_TEST_ROUNDS (how many), HHC_TEST_KEEP_GOING=1
