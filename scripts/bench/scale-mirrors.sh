@@ -31,8 +31,22 @@ mirrors_down ()
   for p in "${mpids[@]}"; do stop "$p"; done
 }
 
-# mirrors_setup: $work/m/*.orig, a gateway killed with mb MiB live in
-# its log (written sequentially, nothing written back).
+# fill_small DIR: the gateway "${gw[@]}" on DIR/sock takes $mb MiB of
+# 4 KiB sequential writes, each followed by a FLUSH (a barrier segment
+# of one block each), then is killed with SIGKILL.
+fill_small ()
+{
+  start "$1/sock" "${gw[@]}"
+  local pid=$started
+  wait_serving "$1/sock"
+  fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$1/sock" \
+    --rw=write --bs=4k --iodepth=1 --fsync=1 --size="${mb}M" >/dev/null
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+
+# mirrors_setup FILL: $work/m/*.orig, a gateway killed with mb MiB live
+# in its log (FILL: fill_seq or fill_small; nothing written back).
 mirrors_setup ()
 {
   local d=$work/m f
@@ -44,7 +58,7 @@ mirrors_setup ()
   done
   mirrors_up "$d"
   mirrors_gw "$d" "$filter"
-  fill_seq "$d"
+  "$1" "$d"
   mirrors_down
   for f in backend cache log1 log2; do
     cp --sparse=always "$d/$f.img" "$d/$f.orig"
@@ -70,31 +84,43 @@ mirrors_once ()
   secs "$t0" "$t1"
 }
 
-# One mirror read sequentially in 1 MiB requests through its delayed
-# server: res, seconds (a start reads each mirror once, all at once).
+# One mirror's first LIVE MiB read sequentially in 1 MiB requests
+# through its delayed server: res, seconds (a start reads each mirror
+# once, all at once).
 mirrors_limit ()
 {
   local d=$work/m t0 t1
   mirrors_up "$d"
   t0=$(now)
   nbdsh -u "nbd+unix:///?socket=$d/m1.sock" -c "
-for i in range($mb):
+for i in range($1):
     h.pread(1 << 20, (1 << 20) + (i << 20))"
   t1=$(now)
   mirrors_down
   secs "$t0" "$t1"
 }
 
+# exp_mirrors [small]: large segments (1 MiB writes), or barrier
+# segments of one block each (4 KiB writes, a FLUSH after each: the
+# log holds twice the bytes, with the headers).
 exp_mirrors ()
 {
+  local kind=${1:-seq} fill=fill_seq live
   mb=${HHC_BENCH_MIRRORS_MB:-256}
+  live=$mb
+  if [ "$kind" = small ]; then
+    mb=${HHC_BENCH_MIRRORS_SMALL_MB:-16}
+    live=$((mb * 2))
+    fill=fill_small
+  fi
   delay=${HHC_BENCH_READ_DELAY:-4ms}
   local runs=${HHC_BENCH_MIRRORS_RUNS:-3} lim b r
   local -a builds=("new:$filter")
   [ -z "${HHC_FILTER_BASE:-}" ] || builds+=("base:$HHC_FILTER_BASE")
   declare -A times
-  mirrors_setup
-  mirrors_limit
+  rm -rf "$work/m"
+  mirrors_setup "$fill"
+  mirrors_limit "$live"
   lim=$res
   for r in $(seq "$runs"); do
     for b in "${builds[@]}"; do
@@ -102,9 +128,10 @@ exp_mirrors ()
       times[${b%%:*}]+=" $res"
     done
   done
-  echo "## mirrors: restart after kill -9, $mb MiB live in a log of two mirrors"
-  echo "limit: one mirror read in 1 MiB requests, delay-read=$delay: ${lim} s" \
-    "($(mibps "$mb" "$lim") MiB/s)"
+  echo "## mirrors ($kind): restart after kill -9, $mb MiB of blocks live" \
+    "($live MiB of log) in a log of two mirrors"
+  echo "limit: one mirror's $live MiB read in 1 MiB requests," \
+    "delay-read=$delay: ${lim} s ($(mibps "$live" "$lim") MiB/s)"
   echo "| build | restart to serving, median (min-max) s | / limit |"
   echo "|---|---|---|"
   for b in "${builds[@]}"; do
