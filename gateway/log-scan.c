@@ -363,23 +363,28 @@ log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
   return sum == sh.checksum ? 0 : EILSEQ;
 }
 
-/* The chain scan s of mirror i, as c describes it. */
+/* The chain scan s of mirror i, as c describes it: its headers read
+ * again, through a window of WIN_FIRST bytes (small segments share a
+ * read; a big one costs a read of its header's window).
+ */
 static int
 describe_chain (struct hhc_log *log, unsigned i, const struct scan *s,
                 struct log_chain_desc *c)
 {
-  HHC_CLEANUP_FREE unsigned char *h = hhc_alloc_aligned (LOG_ALIGN);
+  struct scanwin w __attribute__ ((cleanup (win_free))) = { 0 };
+  const unsigned char *h;
   struct log_seg_hdr sh;
   int r = 0;
 
-  if (h == NULL
-      || (c->segs = calloc (s->segs.len + 1, sizeof *c->segs)) == NULL)
+  if ((c->segs = calloc (s->segs.len + 1, sizeof *c->segs)) == NULL)
     return ENOMEM;
+  win_init (&w, log, &log->m[i], WIN_FIRST);
   for (size_t k = 0; r == 0 && k < s->segs.len; k++)
     {
       const struct seg_info *si = &s->segs.ptr[k];
       uint64_t phys = si->lpos % log->region_size;
-      r = dev_pread (log->m[i].dev, h, LOG_ALIGN, LOG_REGION_OFF + phys);
+      if ((r = win_get_all (&w, phys, LOG_ALIGN, &h)) != 0)
+        break;
       log_seg_decode (h, &sh);
       c->segs[k] = (struct log_seg_desc){
         .hdr = sh,
