@@ -1,6 +1,6 @@
-/* The log's crash campaign (test-log-crash.c): its oracle
- * (logcrash-oracle.c) and a run (logcrash-run.c), on the devices and
- * power switch of log-helpers.h.
+/* The log's crash campaign (test-log-crash.c): a run (logcrash-run.c),
+ * on the devices and power switch of log-helpers.h, checked by the
+ * campaigns' oracle (oracle.h).
  */
 #ifndef HHC_TEST_LOGCRASH_H
 #define HHC_TEST_LOGCRASH_H
@@ -11,35 +11,7 @@
 
 #include "log-helpers.h"
 
-/* ---- the oracle (logcrash-oracle.c) ---- */
-
-struct hist {
-  uint64_t *v; /* versions written, oldest first; ZERO_FLAG|n = zeros */
-  uint32_t n, cap;
-};
-
-struct model {
-  uint64_t nsec;
-  struct hist *h;
-  uint64_t *latest;  /* newest entry per sector */
-  uint64_t *flushed; /* minimum (op number) a crash may leave */
-  bool *trimmed;     /* a trim not yet covered by a flush */
-};
-
-/* The op number of a version (ZERO_FLAG cleared). */
-uint64_t opnum (uint64_t v);
-/* nsec sectors, none written yet. */
-void model_init (struct model *m, uint64_t nsec);
-void model_free (struct model *m);
-/* Sector sec was written with version v (ZERO_FLAG|n: zeroed). */
-void model_set (struct model *m, uint64_t sec, uint64_t v);
-/* A FLUSH completed: every sector's newest version is durable. */
-void model_flush_all (struct model *m);
-/* Is this sector content acceptable for sector sec after a crash? If
- * not, why says what it holds.
- */
-bool model_ok (const struct model *m, uint64_t sec, const unsigned char *data,
-               char *why, size_t whylen);
+#include "oracle.h"
 
 /* ---- a run (logcrash-run.c) ---- */
 

@@ -10,7 +10,8 @@
  *   - it holds data written to that very sector (never another
  *     block's, never garbage);
  *   - it is at least as new as what the last completed FLUSH (or the
- *     sector's last FUA write) covered.
+ *     sector's last FUA write) covered (the oracle, oracle.h, shared
+ *     with the log's campaign).
  * A power cut stops the whole gateway, so the backend refuses every
  * write and flush from the cut on.  metacheck also checks invariant 1
  * on every slot write.  Failures print the seed: rerun one with
@@ -32,6 +33,7 @@
 #include "devcrash.h"
 #include "flusher.h"
 #include "membackend.h"
+#include "oracle.h"
 #include "preopen.h"
 #include "reclaim.h"
 #include "vol.h"
@@ -40,111 +42,6 @@
 
 #define BS 4096u
 #define SECTORS (BS / PAT_SECTOR)
-#define ZERO_FLAG (UINT64_C (1) << 63)
-
-struct hist {
-  uint64_t *v; /* versions written, oldest first; ZERO_FLAG|n = zeros */
-  uint32_t n, cap;
-};
-
-struct model {
-  uint64_t nsec;
-  struct hist *h;
-  uint64_t *latest;  /* newest entry per sector */
-  uint64_t *flushed; /* minimum (op number) a crash may leave */
-};
-
-static uint64_t
-opnum (uint64_t v)
-{
-  return v & ~ZERO_FLAG;
-}
-
-static void
-model_init (struct model *m, uint64_t nsec)
-{
-  m->nsec = nsec;
-  m->h = calloc (nsec, sizeof *m->h);
-  m->latest = calloc (nsec, sizeof *m->latest);
-  m->flushed = calloc (nsec, sizeof *m->flushed);
-  assert_non_null (m->h);
-  assert_non_null (m->latest);
-  assert_non_null (m->flushed);
-}
-
-static void
-model_free (struct model *m)
-{
-  for (uint64_t i = 0; i < m->nsec; i++)
-    free (m->h[i].v);
-  free (m->h);
-  free (m->latest);
-  free (m->flushed);
-}
-
-static void
-model_set (struct model *m, uint64_t sec, uint64_t v)
-{
-  struct hist *h = &m->h[sec];
-
-  if (h->n == h->cap)
-    {
-      h->cap = h->cap ? 2 * h->cap : 4;
-      h->v = realloc (h->v, h->cap * sizeof *h->v);
-      assert_non_null (h->v);
-    }
-  h->v[h->n++] = v;
-  m->latest[sec] = v;
-}
-
-static void
-model_flush_all (struct model *m)
-{
-  for (uint64_t i = 0; i < m->nsec; i++)
-    m->flushed[i] = opnum (m->latest[i]);
-}
-
-/* Is content c (decoded) acceptable for sector sec after a crash? */
-static bool
-model_ok (const struct model *m, uint64_t sec, int decoded, uint64_t lba,
-          uint32_t sidx, uint64_t ver, char *why, size_t whylen)
-{
-  const struct hist *h = &m->h[sec];
-
-  if (decoded < 0)
-    {
-      snprintf (why, whylen, "garbage");
-      return false;
-    }
-  if (decoded == 1 && (lba != sec / SECTORS || sidx != sec % SECTORS))
-    {
-      snprintf (why, whylen, "block %llu sector %u's data (version %llu)",
-                (unsigned long long)lba, sidx, (unsigned long long)ver);
-      return false;
-    }
-  for (uint32_t i = 0; i < h->n; i++)
-    {
-      bool zero = h->v[i] & ZERO_FLAG;
-      if ((decoded == 0) != zero)
-        continue;
-      if (!zero && h->v[i] != ver)
-        continue;
-      if (opnum (h->v[i]) >= m->flushed[sec])
-        return true;
-    }
-  snprintf (why, whylen, "%s (flushed: %llu, latest: %llu%s)",
-            decoded == 0 ? "zeros" : "an older version",
-            (unsigned long long)m->flushed[sec],
-            (unsigned long long)opnum (m->latest[sec]),
-            m->latest[sec] & ZERO_FLAG ? " zero" : "");
-  if (decoded == 1)
-    {
-      size_t l = strlen (why);
-      snprintf (why + l, whylen - l, " got version %llu",
-                (unsigned long long)ver);
-    }
-  return false;
-}
 
 struct run {
   uint64_t seed;
@@ -359,10 +256,7 @@ verify_after_restart (struct run *r)
       assert_int_equal (hhc_read (r->vol, r->mb, blk, BS, l * BS), 0);
       for (uint32_t s = 0; s < SECTORS; s++)
         {
-          uint64_t lba = 0, ver = 0;
-          uint32_t sidx = 0;
-          int d = pattern_decode (blk + s * PAT_SECTOR, &lba, &sidx, &ver);
-          if (!model_ok (&r->m, l * SECTORS + s, d, lba, sidx, ver, why,
+          if (!model_ok (&r->m, l * SECTORS + s, blk + s * PAT_SECTOR, why,
                          sizeof why))
             fail_msg ("seed %llu: after the power cut, block %llu sector "
                       "%u holds %s",
@@ -407,7 +301,7 @@ one_run (uint64_t seed, struct totals *t)
   assert_non_null (r.buf);
   r.mb = membackend_new (r.nblocks * BS);
   assert_non_null (r.mb);
-  model_init (&r.m, r.nblocks * SECTORS);
+  model_init (&r.m, r.nblocks * SECTORS, SECTORS);
   for (uint64_t l = 0; l < r.nblocks; l++)
     {
       pattern_fill (blk, l, 0, SECTORS, 0);

@@ -11,9 +11,10 @@
  *                   the recovery); a write the cut tore on a log may
  *                   leave its sectors unreadable (torn_tails, until a
  *                   write covers them); every sector is checked
- *                   against an oracle (logcrash-oracle.c).  Each seed runs under
- *                   a watchdog: a seed not done after HHC_TEST_TIMEOUT
- *                   seconds is a HANG failure.  HHC_TEST_SEED (first seed),
+ *                   against the campaigns' oracle (oracle.h).  Each
+ *                   seed runs under a watchdog: a seed not done after
+ *                   HHC_TEST_TIMEOUT seconds is a HANG failure.
+ *                   HHC_TEST_SEED (first seed),
  *                   HHC_TEST_ROUNDS (how many), HHC_TEST_KEEP_GOING=1
  *                   (report every failing seed, not just the first),
  *                   HHC_TEST_OUTAGES=0 (no backend outages).
@@ -177,7 +178,7 @@ run_setup (struct run *r, uint64_t seed)
   power_init (&r->pw, r->mb);
   r->pw.torn_tails = true; /* a torn write may leave its sectors unreadable */
   r->be = (struct pbe){ r->mb, &r->pw };
-  model_init (&r->m, r->nblocks * SECTORS);
+  model_init (&r->m, r->nblocks * SECTORS, SECTORS);
   for (uint64_t l = 0; l < r->nblocks; l++)
     {
       pattern_fill (blk, l, 0, SECTORS, 0);

@@ -1,5 +1,5 @@
-/* The oracle of the log's crash campaign (test-log-crash.c,
- * logcrash.h): what a sector may hold after a crash.
+/* The crash campaigns' oracle (oracle.h: test-crashdev.c and the log's
+ * campaign, test-log-crash.c): what a sector may hold after a crash.
  *
  * Per 512-byte sector (each carries its block, sector index and
  * version, see pattern_fill): the sector holds data written to that
@@ -15,7 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "logcrash.h"
+#include "membackend.h"
+#include "oracle.h"
 
 uint64_t
 opnum (uint64_t v)
@@ -24,17 +25,17 @@ opnum (uint64_t v)
 }
 
 void
-model_init (struct model *m, uint64_t nsec)
+model_init (struct model *m, uint64_t nsec, uint32_t spb)
 {
   m->nsec = nsec;
+  m->spb = spb;
   m->h = calloc (nsec, sizeof *m->h);
   m->latest = calloc (nsec, sizeof *m->latest);
   m->flushed = calloc (nsec, sizeof *m->flushed);
   m->trimmed = calloc (nsec, sizeof *m->trimmed);
-  T_ASSERT ((m->h) != NULL);
-  T_ASSERT ((m->latest) != NULL);
-  T_ASSERT ((m->flushed) != NULL);
-  T_ASSERT ((m->trimmed) != NULL);
+  if (m->h == NULL || m->latest == NULL || m->flushed == NULL
+      || m->trimmed == NULL)
+    abort ();
 }
 
 void
@@ -57,7 +58,8 @@ model_set (struct model *m, uint64_t sec, uint64_t v)
     {
       h->cap = h->cap ? 2 * h->cap : 4;
       h->v = realloc (h->v, h->cap * sizeof *h->v);
-      T_ASSERT ((h->v) != NULL);
+      if (h->v == NULL)
+        abort ();
     }
   h->v[h->n++] = v;
   m->latest[sec] = v;
@@ -88,7 +90,7 @@ model_ok (const struct model *m, uint64_t sec, const unsigned char *data,
       snprintf (why, whylen, "garbage");
       return false;
     }
-  if (d == 1 && (lba != sec / SECTORS || sidx != sec % SECTORS))
+  if (d == 1 && (lba != sec / m->spb || sidx != sec % m->spb))
     {
       snprintf (why, whylen, "block %llu sector %u's data (version %llu)",
                 (unsigned long long)lba, sidx, (unsigned long long)ver);
