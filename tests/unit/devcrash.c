@@ -10,8 +10,11 @@
  * sync moves every pending write into durable.  A FUA write goes to
  * durable at once (and into the pending writes it overlaps, which it
  * followed: keeping them at a crash must not undo it).  crash applies
- * a chosen subset of pending writes to durable (in order), copies
- * durable to current and marks the device dead.
+ * a chosen subset of pending writes to durable (in order), records the
+ * newest one it dropped, copies durable to current and marks the
+ * device dead.  An unreadable range (a torn write on an HDD) fails the
+ * reads that touch it until writes cover it (a write in its middle
+ * keeps only the larger rest).
  */
 #include <config.h>
 

@@ -32,8 +32,9 @@ void crashdev_restart (struct hhc_dev *dev);
 bool crashdev_last_lost (struct hhc_dev *dev, uint64_t *off, size_t *len);
 /* Make len bytes from off unreadable (reads that touch them fail with
  * EIO; 0: none), as a write torn by a power cut can leave a disk's
- * sectors: a later write heals what it covers.  Kept across crashes
- * and restarts.
+ * sectors: a later write heals what it covers (one in the middle: the
+ * smaller rest too; one range a device).  Kept across crashes and
+ * restarts.
  */
 void crashdev_set_bad (struct hhc_dev *dev, uint64_t off, size_t len);
 void crashdev_get_bad (struct hhc_dev *dev, uint64_t *off, size_t *len);

@@ -92,9 +92,11 @@ struct power {
   unsigned char *img[MAX_DEVS]; /* what the cut left on each */
   struct membackend *mb;
   unsigned char *be_img;
-  /* Torn tails: a cut leaves the newest write it dropped on a log
-   * device unreadable after the restore, as an HDD's interrupted write
-   * can (until a write covers it).
+  /* Torn tails: a cut leaves the newest write it dropped in a log
+   * device's region unreadable after the restore, as an HDD's
+   * interrupted write can (until a write covers it).  Not modelled: a
+   * torn FUA write (never pending), a torn superblock write, a sector
+   * in the middle of a write.
    */
   bool torn_tails;
   uint64_t bad_off[MAX_DEVS];

@@ -1,8 +1,8 @@
 /* The crash device itself (tests/unit/devcrash.c): pending writes and
  * syncs, a power cut keeping a chosen subset of the unsynced writes in
  * their order, a dead device until power comes back, a seeded cut
- * reproducible.  (The volume under random power cuts on it:
- * test-crashdev.c.)
+ * reproducible, unreadable bytes (healed by a write).  (The volume
+ * under random power cuts on it: test-crashdev.c.)
  */
 #include <config.h>
 
@@ -190,6 +190,55 @@ test_crash_seeded (void **state)
   assert_true (differ);
 }
 
+/* Unreadable bytes (a torn write on an HDD): reads touching them
+ * fail, a write heals what it covers (the larger rest stays), and
+ * they outlast a crash and a restart; the newest dropped write is
+ * recorded.
+ */
+static void
+test_unreadable (void **state)
+{
+  struct hhc_dev *d;
+  unsigned char buf[4096];
+  uint64_t off;
+  size_t len;
+
+  assert_int_equal (crashdev_create (65536, &d), 0);
+  crashdev_set_bad (d, 8192, 8192); /* [8K, 16K) */
+  assert_int_equal (dev_pread (d, buf, 512, 8192 - 512), 0);
+  assert_int_equal (dev_pread (d, buf, 1024, 8192 - 512), EIO);
+  assert_int_equal (dev_pread (d, buf, 512, 16384 - 512), EIO);
+  assert_int_equal (dev_pread (d, buf, 512, 16384), 0);
+  fill (buf, 4096, 'H');
+  assert_int_equal (dev_pwrite (d, buf, 4096, 6144), 0); /* over [6K, 10K) */
+  crashdev_get_bad (d, &off, &len);
+  assert_int_equal (off, 10240);
+  assert_int_equal (len, 6144);
+  assert_true (region_is (d, 8192, 2048, 'H'));
+  assert_int_equal (dev_pwrite (d, buf, 1024, 12288), 0); /* the middle */
+  crashdev_get_bad (d, &off, &len);
+  assert_int_equal (off, 13312); /* the rest after it is the larger */
+  assert_int_equal (len, 3072);
+  assert_int_equal (dev_pread (d, buf, 512, 12288), 0);
+  /* Kept across a crash and a restart; the newest dropped write
+   * recorded.
+   */
+  assert_false (crashdev_last_lost (d, &off, &len));
+  fill (buf, 4096, 'I');
+  assert_int_equal (dev_pwrite (d, buf, 512, 32768), 0);
+  crashdev_crash (d, 0, keep_first, NULL); /* drops 12288 and 32768 */
+  crashdev_restart (d);
+  assert_int_equal (dev_pread (d, buf, 512, 14336), EIO);
+  assert_true (crashdev_last_lost (d, &off, &len));
+  assert_int_equal (off, 32768);
+  assert_int_equal (len, 512);
+  assert_int_equal (dev_pwrite (d, buf, 4096, 13312), 0); /* covers it */
+  crashdev_get_bad (d, &off, &len);
+  assert_int_equal (len, 0);
+  assert_int_equal (dev_pread (d, buf, 4096, 12288), 0);
+  crashdev_destroy (d);
+}
+
 int
 main (void)
 {
@@ -198,6 +247,7 @@ main (void)
     cmocka_unit_test (test_crash_keeps_subset),
     cmocka_unit_test (test_crash_order),
     cmocka_unit_test (test_crash_seeded),
+    cmocka_unit_test (test_unreadable),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);

@@ -422,7 +422,7 @@ test_random_crashes (void **state)
           "%llu runs wrapped, %llu full waits, %llu relogged, %llu "
           "reclaimed, %llu revokes, %llu head persists, %llu "
           "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
-          "the redo); %llu cuts left a log's torn write unreadable\n",
+          "the redo); %llu torn log writes left unreadable\n",
           (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
           (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
           (unsigned long long)t.reopen, (unsigned long long)t.replay,
