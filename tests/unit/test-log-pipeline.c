@@ -2,9 +2,9 @@
  * frontier is the contiguous prefix of durable segments, whatever
  * order the writes finish in.
  *
- * Tests (a log on crash devices, each behind a "gate" device that can
- * hold the write of one segment, counts writes in progress and offers
- * FUA or not):
+ * Tests (on the log of logpipe.h: gate devices that can hold the
+ * write of one segment, count writes in progress and offer FUA or
+ * not):
  *   torn_hole         K=4, FUA: segment s1 held, s2 after it durable by
  *                     FUA: durable_barrier stays below s1; the power
  *                     fails; neither FLUSH is acknowledged, the chain
@@ -18,14 +18,12 @@
  *                     waits for it; the held write fails, that mirror
  *                     stops counting, and both FLUSHes complete on the
  *                     other.
- *   k1_serial         K=1: one write at a time; with nothing written
- *                     plain between barriers each is a FUA write.
- *   k1_fua_after_plain  K=1: after a segment written plain the barrier
- *                     syncs; a power cut loses nothing acknowledged.
  * Each waits until the log has recorded the writes it let through
  * (lane_wrote) before it looks at durable_barrier: a frontier that
  * acknowledged a barrier past the held one (checked by hand: a mutant
  * of advance_front that did) fails torn_hole and mirror_fails.
+ * (How a barrier is made durable, FUA writes or a sync, and a sync's
+ * error: test-log-pipeline-sync.c.)
  */
 #include <config.h>
 
@@ -45,130 +43,10 @@
 #include "devcrash.h"
 #include "log.h"
 #include "log_int.h"
+#include "logpipe.h"
 #include "membackend.h"
 
-#define BS 4096u
-#define NKEYS 16
-#define SEG 65536u
-#define LOG_DEV (LOG_REGION_OFF + 1024 * 1024)
-#define MAXM 2
 #define WAIT_S 10 /* bound of every wait */
-
-/* ---- the gate device ---- */
-
-struct gdev {
-  struct hhc_dev dev; /* first */
-  struct hhc_dev *inner;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint64_t hold_seq; /* a write of this segment waits (0: none) */
-  bool held;         /* one waits */
-  int release_err;   /* it then fails so (0: it is forwarded) */
-  unsigned active, max_active;
-  uint64_t fua_writes, syncs;
-  int sync_fail_once; /* the next sync fails so, later ones do not */
-  uint64_t done_seq[256], done_off[256]; /* segment writes done */
-  unsigned ndone;
-};
-
-/* The sequence number of the segment (or wrap marker) buf starts. */
-static uint64_t
-seg_seq (const void *buf, size_t len)
-{
-  if (len < 16 || memcmp (buf, LOG_SEG_MAGIC, 8) != 0)
-    return 0;
-  return get64 ((const char *)buf + 8);
-}
-
-static int
-gd_write (struct hhc_dev *d, const void *buf, size_t len, uint64_t off,
-          bool fua)
-{
-  struct gdev *g = (struct gdev *)d;
-  uint64_t seq = seg_seq (buf, len);
-  int r = 0;
-
-  pthread_mutex_lock (&g->mu);
-  g->active++;
-  if (g->active > g->max_active)
-    g->max_active = g->active;
-  if (seq && seq == g->hold_seq)
-    {
-      g->held = true;
-      pthread_cond_broadcast (&g->cv);
-      while (g->hold_seq == seq)
-        pthread_cond_wait (&g->cv, &g->mu);
-      r = g->release_err;
-    }
-  pthread_mutex_unlock (&g->mu);
-  if (r == 0)
-    r = fua ? dev_pwrite_fua (g->inner, buf, len, off)
-            : dev_pwrite (g->inner, buf, len, off);
-  pthread_mutex_lock (&g->mu);
-  g->active--;
-  g->fua_writes += fua;
-  if (r == 0 && seq && g->ndone < 256)
-    {
-      g->done_seq[g->ndone] = seq;
-      g->done_off[g->ndone++] = off;
-    }
-  pthread_cond_broadcast (&g->cv);
-  pthread_mutex_unlock (&g->mu);
-  return r;
-}
-
-static int
-gd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
-{
-  return gd_write (d, buf, len, off, false);
-}
-
-static int
-gd_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
-{
-  return gd_write (d, buf, len, off, true);
-}
-
-static int
-gd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
-{
-  return dev_pread (((struct gdev *)d)->inner, buf, len, off);
-}
-
-static int
-gd_sync (struct hhc_dev *d)
-{
-  struct gdev *g = (struct gdev *)d;
-
-  int r;
-
-  pthread_mutex_lock (&g->mu);
-  g->syncs++;
-  r = g->sync_fail_once;
-  g->sync_fail_once = 0;
-  pthread_mutex_unlock (&g->mu);
-  return r ? r : dev_sync (g->inner);
-}
-
-static void
-gd_close (struct hhc_dev *d)
-{
-}
-
-static const struct hhc_dev_ops gd_ops = {
-  .pread = gd_pread,
-  .pwrite = gd_pwrite,
-  .sync = gd_sync,
-  .close = gd_close,
-};
-
-static const struct hhc_dev_ops gd_fua_ops = {
-  .pread = gd_pread,
-  .pwrite = gd_pwrite,
-  .sync = gd_sync,
-  .close = gd_close,
-  .pwrite_fua = gd_pwrite_fua,
-};
 
 /* Wait (bounded) until cond holds for g; false if it never did. */
 #define GD_WAIT(g, cond)                                                       \
@@ -221,99 +99,6 @@ gd_hold (struct gdev *g, uint64_t seq)
   g->hold_seq = seq;
   g->held = false;
   pthread_mutex_unlock (&g->mu);
-}
-
-/* ---- a log on gate devices ---- */
-
-struct plog {
-  unsigned nm;
-  struct hhc_dev *cd[MAXM];
-  struct gdev gd[MAXM];
-  struct hhc_dev *devs[MAXM];
-  struct hhc_log *log;
-  unsigned inflight;
-  unsigned char blocks[NKEYS][BS];
-};
-
-static const uint8_t cache_uuid[16] = { 0x70, 0x69 };
-static const char *const paths[MAXM] = { "pipe-a", "pipe-b" };
-
-static int
-plog_relog (void *opaque, uint32_t key, uint64_t lba)
-{
-  struct plog *t = opaque;
-
-  log_append (t->log, key, lba, t->blocks[key]);
-  return 0;
-}
-
-static struct hhc_log *
-plog_open_log (struct plog *t, bool online, enum log_found *found)
-{
-  struct log_conf lc = {
-    .paths = paths,
-    .npaths = t->nm,
-    .block_size = online ? BS : 512,
-    .volume_size = online ? (uint64_t)NKEYS * BS : 0,
-    .identity = online ? "pipe" : NULL,
-    .segment_size = SEG,
-    .inflight = t->inflight,
-    .msgfn = test_msg,
-    .devs = t->devs,
-  };
-  struct hhc_log *log = NULL;
-
-  assert_int_equal (log_open (&lc, cache_uuid, &log, found), 0);
-  return log;
-}
-
-static struct plog *
-plog_new (unsigned nm, unsigned inflight, bool fua)
-{
-  struct plog *t = calloc (1, sizeof *t);
-  struct log_callbacks cb = { t, plog_relog, NULL, NULL };
-  enum log_found found;
-
-  assert_non_null (t);
-  t->nm = nm;
-  t->inflight = inflight;
-  for (unsigned i = 0; i < nm; i++)
-    {
-      struct gdev *g = &t->gd[i];
-      assert_int_equal (crashdev_create (LOG_DEV, &t->cd[i]), 0);
-      pthread_mutex_init (&g->mu, NULL);
-      pthread_cond_init (&g->cv, NULL);
-      g->inner = t->cd[i];
-      g->dev.ops = fua ? &gd_fua_ops : &gd_ops;
-      g->dev.size = LOG_DEV;
-      g->dev.name = (char *)paths[i];
-      t->devs[i] = &g->dev;
-    }
-  t->log = plog_open_log (t, true, &found);
-  assert_int_equal (found, LOG_FOUND_BLANK);
-  assert_int_equal (log_start (t->log, cache_uuid, NKEYS, &cb), 0);
-  assert_int_equal (log_rebase (t->log, NULL, NULL, 0), 0);
-  return t;
-}
-
-static void
-plog_free (struct plog *t)
-{
-  log_close (t->log);
-  for (unsigned i = 0; i < t->nm; i++)
-    {
-      crashdev_destroy (t->cd[i]);
-      pthread_cond_destroy (&t->gd[i].cv);
-      pthread_mutex_destroy (&t->gd[i].mu);
-    }
-  free (t);
-}
-
-static void
-put_block (struct plog *t, uint32_t key, unsigned char v)
-{
-  memset (t->blocks[key], v, BS);
-  log_append (t->log, key, key, t->blocks[key]);
 }
 
 /* The current buffer's sequence number: the next barrier's. */
@@ -391,18 +176,6 @@ hole (struct plog *t, unsigned hm, struct log_ticket *t1, struct log_ticket *t2)
     }
 }
 
-/* What a replay writes: per LBA the first byte of the last block. */
-static int first[NKEYS];
-
-static int
-replayed_write (void *opaque, const void *buf, uint64_t lba)
-{
-  if (lba >= NKEYS)
-    return EINVAL;
-  first[lba] = *(const unsigned char *)buf;
-  return 0;
-}
-
 /* Close t's log, open it offline and replay it into first[]. */
 static void
 plog_replay (struct plog *t)
@@ -415,12 +188,6 @@ plog_replay (struct plog *t)
   t->log = plog_open_log (t, false, &found);
   assert_int_equal (found, LOG_FOUND_VALID);
   assert_int_equal (log_replay (t->log, replayed_write, NULL, NULL), 0);
-}
-
-static bool
-keep_none (size_t i, void *opaque)
-{
-  return false;
 }
 
 static void
@@ -506,99 +273,6 @@ test_mirror_fails (void **state)
   plog_free (t);
 }
 
-static void
-test_k1_serial (void **state)
-{
-  struct plog *t = plog_new (1, 1, true);
-  struct log_stats st;
-
-  for (unsigned r = 0; r < 20; r++)
-    {
-      put_block (t, r % NKEYS, r + 1);
-      assert_int_equal (log_barrier (t->log), 0);
-    }
-  log_get_stats (t->log, &st);
-  assert_int_equal (t->gd[0].max_active, 1);
-  /* Nothing plain between the barriers: each is FUA writes alone. */
-  assert_true (t->gd[0].fua_writes >= 19);
-  assert_true (st.fua_barriers >= 19);
-  assert_true (st.barriers >= 20);
-  plog_free (t);
-}
-
-/* K=1 on a device with FUA: a barrier with nothing written plain since
- * the last sync is one FUA write per piece and no sync; after a
- * segment sealed full and written plain, the next barrier syncs (a FUA
- * write does not make the earlier write durable).  The power then
- * fails, keeping nothing unsynced: every acknowledged block replays.
- * (Checked by hand: with the rule dropped from do_io the full
- * segment's blocks are lost here.)
- */
-static void
-test_k1_fua_after_plain (void **state)
-{
-  struct plog *t = plog_new (1, 1, true);
-  struct log_stats st0, st1;
-  enum log_found found;
-
-  put_block (t, 0, 1);
-  assert_int_equal (log_barrier (t->log), 0);
-  log_get_stats (t->log, &st0);
-  put_block (t, 1, 2);
-  assert_int_equal (log_barrier (t->log), 0);
-  log_get_stats (t->log, &st1);
-  assert_int_equal (st1.fua_barriers, st0.fua_barriers + 1);
-  assert_int_equal (st1.syncs, st0.syncs);
-  /* The FLUSH waited for a new barrier (a join); one with nothing new
-   * does not.
-   */
-  assert_int_equal (st1.joins, st0.joins + 1);
-  assert_int_equal (log_barrier (t->log), 0);
-  log_get_stats (t->log, &st1);
-  assert_int_equal (st1.joins, st0.joins + 1);
-  for (unsigned k = 0; k < NKEYS; k++) /* more than a segment holds */
-    put_block (t, k, (unsigned char)(10 + k));
-  assert_int_equal (log_barrier (t->log), 0);
-  log_get_stats (t->log, &st0);
-  assert_true (st0.segments >= st1.segments + 2);
-  assert_true (st0.syncs > st1.syncs);
-  crashdev_crash (t->cd[0], 1, keep_none, NULL);
-  log_close (t->log);
-  crashdev_restart (t->cd[0]);
-  t->log = plog_open_log (t, false, &found);
-  assert_int_equal (found, LOG_FOUND_VALID);
-  for (unsigned i = 0; i < NKEYS; i++)
-    first[i] = -1;
-  assert_int_equal (log_replay (t->log, replayed_write, NULL, NULL), 0);
-  for (unsigned k = 0; k < NKEYS; k++)
-    assert_int_equal (first[k], 10 + k);
-  plog_free (t);
-}
-
-/* A device that reports a write-back error to one sync only (a file:
- * errseq): once a sync of the mirror failed, every later one fails
- * too, so no barrier can be credited after the error (review of the
- * pipeline: two overlapping syncs, one took the error, the other was
- * credited).  Without errors_once each call reports its own.
- */
-static void
-test_sync_error_sticky (void **state)
-{
-  for (int once = 0; once <= 1; once++)
-    {
-      struct plog *t = plog_new (1, 2, false);
-      struct mirror m = { .dev = &t->gd[0].dev };
-
-      pthread_mutex_init (&m.sync_mu, NULL);
-      t->gd[0].dev.errors_once = once;
-      t->gd[0].sync_fail_once = EIO;
-      assert_int_equal (mirror_fsync (&m, NULL, 0, 0), EIO);
-      assert_int_equal (mirror_fsync (&m, NULL, 0, 0), once ? EIO : 0);
-      pthread_mutex_destroy (&m.sync_mu);
-      plog_free (t);
-    }
-}
-
 int
 main (void)
 {
@@ -606,9 +280,6 @@ main (void)
     cmocka_unit_test (test_torn_hole),
     cmocka_unit_test (test_sync_in_order),
     cmocka_unit_test (test_mirror_fails),
-    cmocka_unit_test (test_k1_serial),
-    cmocka_unit_test (test_k1_fua_after_plain),
-    cmocka_unit_test (test_sync_error_sticky),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
