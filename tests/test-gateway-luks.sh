@@ -3,7 +3,7 @@
 # the volume's nbdkit stacks the luks filter above hhc and reads the
 # passphrase from the file (only its path is on the command line).
 #
-# A LUKSv1 backend (qemu-img) serves its payload through the gateway;
+# A LUKSv1 backend (cryptsetup) serves its payload through the gateway;
 # 1 MiB of a 16-byte marker written, flushed and drained is in none of
 # the cache, the log and the backend; the passphrase is in no command
 # line and not in the gateway's output.  Bad "encryption" configs (a
@@ -14,7 +14,7 @@
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
-requires nbdkit nbdinfo nbdsh qemu-img python3 grep ps md5sum
+requires nbdkit nbdinfo nbdsh cryptsetup numfmt python3 grep ps md5sum
 hhc=$(filter)
 make_tmpdir
 gateway=$abs_top_builddir/appliance/hhc-gateway

@@ -3,7 +3,7 @@
 # (--filter=luks --filter=hhc), so that everything below luks (the
 # cache, the HDD log, the backend) holds only ciphertext.
 #
-# The backend is formatted as LUKSv1 (qemu-img, passphrase read from a
+# The backend is formatted as LUKSv1 (cryptsetup, passphrase read from a
 # file).  In modes hhc (with a log) and wb: 1 MiB of a 16-byte marker is
 # written through NBD and flushed, and read back through the stack; the
 # marker is in none of the cache, the log and the backend, neither
@@ -15,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
-requires nbdkit nbdsh qemu-img grep ps python3
+requires nbdkit nbdsh cryptsetup numfmt grep ps python3
 hhc=$(filter)
 make_tmpdir
 
