@@ -77,7 +77,7 @@ log_sb_seal (void *buf)
 
 void
 log_sb_encode_void (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
-                    void *buf)
+                    uint64_t generation, void *buf)
 {
   unsigned char *p = buf;
 
@@ -86,6 +86,7 @@ log_sb_encode_void (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
   put32 (p + SB_VERSION, LOG_VERSION);
   memcpy (p + SB_LOG_UUID, log_uuid, 16);
   memcpy (p + SB_CACHE_UUID, cache_uuid, 16);
+  put64 (p + SB_GENERATION, generation);
   log_sb_seal (p);
 }
 
@@ -103,6 +104,7 @@ log_sb_decode (const void *buf, struct log_sb *sb)
       sb->version = get32 (p + SB_VERSION);
       memcpy (sb->log_uuid, p + SB_LOG_UUID, 16);
       memcpy (sb->cache_uuid, p + SB_CACHE_UUID, 16);
+      sb->generation = get64 (p + SB_GENERATION);
       return ESTALE;
     }
   if (memcmp (p, LOG_MAGIC, 8) != 0)
@@ -405,18 +407,35 @@ log_seg_seal (void *hdr, const void *data, size_t data_len)
   return sum;
 }
 
-/* ---- a mirror's superblock (both copies) ---- */
+/* ---- a mirror's superblock (both copies and the void mark) ---- */
+
+/* Does the void mark m (decoded: ESTALE) void the log copy best (-1:
+ * no valid copy)?  Only a mark of the same log, written when that copy
+ * or a newer one was current: a mark left by an earlier void is older
+ * than the copies a mirror that joined again got since.
+ */
+static bool
+mark_voids (const struct log_sb *m, const struct log_sb *best)
+{
+  return best == NULL
+         || (memcmp (m->log_uuid, best->log_uuid, 16) == 0
+             && m->generation >= best->generation);
+}
 
 int
-log_sb_decode_mirror (const void *buf, struct log_sb *sb)
+log_sb_decode_mirror (const void *buf, unsigned unreadable, struct log_sb *sb)
 {
   const unsigned char *p = buf;
-  struct log_sb c[2];
-  bool magic = false;
+  struct log_sb c[2], mark;
+  bool magic = false, mark_ok = false;
   int best = -1;
 
+  if (!(unreadable & LOG_SB_MARK))
+    mark_ok = log_sb_decode (p + LOG_VOID_OFF, &mark) == ESTALE;
   for (int i = 0; i < 2; i++)
     {
+      if (unreadable & (1u << i))
+        continue;
       int r = log_sb_decode (p + i * LOG_SB_SIZE, &c[i]);
       if (r == ESTALE)
         {
@@ -427,11 +446,22 @@ log_sb_decode_mirror (const void *buf, struct log_sb *sb)
       if (r == 0 && (best < 0 || c[i].generation > c[best].generation))
         best = i;
     }
-  if (best < 0)
+  if (mark_ok && mark_voids (&mark, best < 0 ? NULL : &c[best]))
     {
-      memset (sb, 0, sizeof *sb);
-      return magic ? EILSEQ : ENOENT;
+      *sb = mark;
+      return ESTALE;
     }
-  *sb = c[best];
-  return 0;
+  if (best >= 0)
+    {
+      *sb = c[best];
+      return 0;
+    }
+  memset (sb, 0, sizeof *sb);
+  /* Neither copy readable: nothing to decide with.  One unreadable, the
+   * other blank: the first superblock a format writes was torn (a
+   * format writes both copies before the log is used).
+   */
+  if ((unreadable & LOG_SB_COPIES) == LOG_SB_COPIES)
+    return EIO;
+  return magic ? EILSEQ : ENOENT;
 }

@@ -10,6 +10,10 @@
  * Layout of every mirror (identical on each; all fields little-endian):
  *   0, 4 KiB     superblock, copies A and B (the newer valid one counts;
  *                a write goes over the older copy)
+ *   8 KiB        the void mark (LOG_VOID_OFF): a void superblock written
+ *                and synced before a void rewrites A and B, and by
+ *                nothing else, so a torn void is told from a torn
+ *                update (log_sb_decode_mirror); zero until then
  *   64 KiB       the circular region (LOG_REGION_OFF): packed segments,
  *                each 4 KiB aligned
  *
@@ -25,7 +29,9 @@
  * Void superblock (a mirror that fell out of use: nothing on it may be
  * replayed; it reads as blank):
  *   0   magic "HHCVOID1"      8  u32 version (LOG_VERSION)
- *   16  log uuid[16]          32 cache uuid[16]   (the rest 0)
+ *   16  log uuid[16]          32 cache uuid[16]
+ *   88  u64 generation: the newest superblock generation it voids (0
+ *       in an earlier build's)                    (the rest 0)
  *   4092 u32 crc32c of bytes 0..4091
  *
  * Segment header (a LOG_ALIGN multiple):
@@ -69,6 +75,8 @@
 #define LOG_VERSION 2
 #define LOG_VERSION_MIN 1
 #define LOG_SB_SIZE 4096     /* one superblock copy; B is at LOG_SB_SIZE */
+#define LOG_VOID_OFF 8192    /* the void mark */
+#define LOG_SB_AREA 12288    /* copies A, B and the void mark */
 #define LOG_ALIGN 4096       /* segments and headers: multiples of this */
 #define LOG_REGION_OFF 65536 /* where the circular region starts */
 #define LOG_HDR_FIXED 96     /* segment header before the LBA table */
@@ -101,7 +109,9 @@
 
 /* ---- superblock ---- */
 
-/* A superblock, decoded.  A void one has only version and the UUIDs. */
+/* A superblock, decoded.  A void one has only version, the UUIDs and
+ * the generation.
+ */
 struct log_sb {
   uint32_t version;    /* LOG_VERSION in a valid one; encoded as is */
   uint32_t block_size; /* of the volume */
@@ -128,10 +138,12 @@ struct log_sb {
 void log_sb_encode (const struct log_sb *sb, void *buf);
 
 /* Encode the void superblock of the log log_uuid (paired with the cache
- * cache_uuid) into buf (LOG_SB_SIZE bytes).
+ * cache_uuid) into buf (LOG_SB_SIZE bytes); generation: the newest
+ * superblock generation the mirror may hold.
  */
 void log_sb_encode_void (const uint8_t log_uuid[16],
-                         const uint8_t cache_uuid[16], void *buf);
+                         const uint8_t cache_uuid[16], uint64_t generation,
+                         void *buf);
 
 /* Decode the superblock copy in buf (LOG_SB_SIZE bytes) into *sb.
  * Returns 0: a valid log superblock (magic, checksum and version
@@ -292,16 +304,33 @@ uint64_t log_seg_seal (void *hdr, const void *data, size_t data_len);
 
 /* ---- a mirror's superblock (both copies) ---- */
 
-/* Decode the superblock a mirror holds, its two copies in buf
- * (2 * LOG_SB_SIZE bytes), as the log reads it: a valid void copy wins
- * (only voiding writes one, and a crash in the middle of it may have
- * left the other copy valid), else the newer valid copy counts.
+/* Parts of a mirror's superblock area that could not be read. */
+#define LOG_SB_COPY_A 1u
+#define LOG_SB_COPY_B 2u
+#define LOG_SB_COPIES 3u
+#define LOG_SB_MARK 4u
+
+/* Decode the superblock a mirror holds, its superblock area in buf
+ * (LOG_SB_AREA bytes: both copies and the void mark), the parts in
+ * unreadable (LOG_SB_* bits) taken as unknown, as the log reads it:
+ *   - a valid void copy wins (only voiding writes one, and a crash in
+ *     the middle of it may have left the other copy valid);
+ *   - a valid void mark wins over the newer valid copy of the same log
+ *     whose generation is not above the mark's, or over no valid copy:
+ *     a void writes its mark and syncs before it touches a copy, so a
+ *     void that tore the copies (one unreadable, the other still the
+ *     old log) is told from a torn update, which leaves no mark newer
+ *     than the other copy;
+ *   - else the newer valid copy counts.
  * Returns 0: a log (*sb the newer valid copy); ESTALE: void (*sb the
- * void copy: version and UUIDs); ENOENT: blank (neither copy has the
- * log's magic, or only a torn void one); EILSEQ: corrupt (a copy has
- * the log's magic, none is valid).  *sb is zeroed for ENOENT and
- * EILSEQ.  A void or blank mirror is used as a blank device.
+ * void copy or mark: version, UUIDs, generation); ENOENT: blank (no
+ * readable copy has the log's magic, or only a torn void one; a copy
+ * unreadable next to a blank one is a format's first write, torn);
+ * EILSEQ: corrupt (a copy has the log's magic, none is valid); EIO:
+ * neither copy readable and no mark.  *sb is zeroed for ENOENT, EILSEQ
+ * and EIO.  A void or blank mirror is used as a blank device.
  */
-int log_sb_decode_mirror (const void *buf, struct log_sb *sb);
+int log_sb_decode_mirror (const void *buf, unsigned unreadable,
+                          struct log_sb *sb);
 
 #endif /* HHC_LOG_FORMAT_H */

@@ -26,8 +26,8 @@
  * be marked failed and then voided (at once, or for the last one once
  * a FLUSH has fallen back) while that write goes on.  Harmless: a
  * segment write never touches the superblocks, and a superblock write
- * rewrites one copy, while a void copy wins over a valid one (read_sb)
- * and voiding writes both.
+ * rewrites one copy, while a void copy (or the void mark) wins over a
+ * valid one of no later generation (read_sb) and voiding writes both.
  */
 #include <config.h>
 
@@ -332,7 +332,7 @@ write_sb_locked (struct hhc_log *log)
 
   if (buf == NULL)
     return ENOMEM;
-  log->sb_gen++;
+  __atomic_add_fetch (&log->sb_gen, 1, __ATOMIC_ACQ_REL); /* void_failed */
   sb_of_log (log, &sb);
   log_sb_encode (&sb, buf);
   io.p[0] = buf;
@@ -371,26 +371,74 @@ release_sb_hold (struct hhc_log *log)
   return r ? r : write_sb_locked (log);
 }
 
+int
+log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, unsigned *unreadable,
+            int *err)
+{
+  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (LOG_SB_AREA);
+
+  *unreadable = 0;
+  *err = 0;
+  if (buf == NULL)
+    return ENOMEM;
+  /* One read; if it fails, each part alone (a torn write may have left
+   * the sectors of one unreadable).
+   */
+  if (dev_pread (dev, buf, LOG_SB_AREA, 0) != 0)
+    for (unsigned i = 0; i < 3; i++)
+      {
+        int r = dev_pread (dev, buf + i * LOG_SB_SIZE, LOG_SB_SIZE,
+                           i * LOG_SB_SIZE);
+        if (r)
+          {
+            *unreadable |= 1u << i;
+            *err = *err ? *err : r;
+          }
+      }
+  return log_sb_decode_mirror (buf, *unreadable, sb);
+}
+
+/* Part of m's superblock area was unreadable (bad: LOG_SB_* bits; err
+ * the read's error), and the area decoded to r: say which and what
+ * counts.
+ */
+static void
+warn_unreadable (struct hhc_log *log, struct mirror *m, unsigned bad, int err,
+                 int r)
+{
+  const char *what = r == ESTALE   ? "its void mark says it was voided"
+                     : r == ENOENT ? "the other is blank: a format was torn"
+                                   : "the other copy counts";
+
+  if (!(bad & LOG_SB_COPIES))
+    hhc_msg (log->msgfn, HHC_MSG_WARNING,
+             "log %s: the void mark is unreadable (%s): a void was torn "
+             "before it began; the superblock copies count",
+             m->dev->name, strerror (err));
+  else
+    hhc_msg (log->msgfn, HHC_MSG_WARNING,
+             "log %s: a superblock copy is unreadable (%s), its write torn: "
+             "%s",
+             m->dev->name, strerror (err), what);
+}
+
 /* Read a mirror's superblock: 0 (valid, into out), ENOENT (blank),
  * ESTALE (voided: a void superblock, into out), EINVAL (corrupt,
- * logged).
+ * logged), or the read's error (neither copy readable, logged).
  */
 int
 read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
 {
-  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * LOG_SB_SIZE);
-  int r;
+  unsigned bad;
+  int err, r = log_dev_sb (m->dev, out, &bad, &err);
 
-  if (buf == NULL)
-    return ENOMEM;
-  if ((r = dev_pread (m->dev, buf, 2 * LOG_SB_SIZE, 0)) != 0)
+  if (r == EIO)
     {
-      hhc_msg (log->msgfn, HHC_MSG_ERROR, "log %s: reading superblock: %s",
-               m->dev->name, strerror (r));
-      return r;
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
+               "log %s: reading superblock: %s (both copies)", m->dev->name,
+               strerror (err));
+      return err;
     }
-  /* Which copy counts, and whether a void one wins: the codec's. */
-  r = log_sb_decode_mirror (buf, out);
   if (r == EILSEQ)
     {
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
@@ -398,6 +446,8 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
                m->dev->name);
       return EINVAL;
     }
+  if (bad)
+    warn_unreadable (log, m, bad, err, r);
   return r;
 }
 
@@ -427,19 +477,25 @@ quiet_msg (enum hhc_msg_level level, const char *msg)
 {
 }
 
+/* The void mark first, synced, then both copies: a crash that tears
+ * the copies leaves the mark to say what they were becoming.
+ */
 int
 void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
-          const uint8_t cache_uuid[16])
+          const uint8_t cache_uuid[16], uint64_t generation)
 {
   HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (2 * LOG_SB_SIZE);
   int r;
 
   if (sb == NULL)
     return ENOMEM;
-  log_sb_encode_void (log_uuid, cache_uuid, sb);
+  log_sb_encode_void (log_uuid, cache_uuid, generation, sb);
   memcpy (sb + LOG_SB_SIZE, sb, LOG_SB_SIZE);
-  r = dev_pwrite (dev, sb, 2 * LOG_SB_SIZE, 0);
-  return r ? r : dev_sync (dev);
+  if ((r = dev_pwrite (dev, sb, LOG_SB_SIZE, LOG_VOID_OFF)) != 0
+      || (r = dev_sync (dev)) != 0
+      || (r = dev_pwrite (dev, sb, 2 * LOG_SB_SIZE, 0)) != 0)
+    return r;
+  return dev_sync (dev);
 }
 
 /* May a dead NBD mirror be dialled again now (lock held)?  If so, the
@@ -465,15 +521,15 @@ dial_due_locked (struct hhc_log *log)
  */
 static int
 void_mirror (struct mirror *m, const uint8_t luuid[16], const uint8_t cuuid[16],
-             bool dial)
+             uint64_t gen, bool dial)
 {
-  int r = void_dev (m->dev, luuid, cuuid);
+  int r = void_dev (m->dev, luuid, cuuid, gen);
   struct hhc_dev *d;
 
   if (r && dial && m->path && dev_is_nbd_uri (m->path)
       && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_msg, &d) == 0)
     {
-      r = void_dev (d, luuid, cuuid);
+      r = void_dev (d, luuid, cuuid, gen);
       dev_close (d);
     }
   return r;
@@ -523,9 +579,13 @@ void_failed (struct hhc_log *log, bool dial)
       bool todo = m->want_void && !m->voided;
       memcpy (luuid, log->uuid, 16);
       memcpy (cuuid, log->cache_uuid, 16);
+      /* No superblock m got is newer: one written to it was numbered
+       * before m failed, and the failure was seen under this lock.
+       */
+      uint64_t gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
       hhc_unlock (&log->lock);
       if (todo)
-        void_done (log, m, void_mirror (m, luuid, cuuid, dial));
+        void_done (log, m, void_mirror (m, luuid, cuuid, gen, dial));
     }
 }
 

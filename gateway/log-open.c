@@ -339,24 +339,32 @@ open_buffers (struct hhc_log *log, unsigned nbuffers)
   return 0;
 }
 
-/* Format: the superblock on every mirror, and the first segment
- * position cleared so no older log's data can be mistaken.
+/* Format: the superblock area cleared (an older log's void mark
+ * included), a piece at a time, and the first segment position, so no
+ * older log's data can be mistaken; then the superblock, both copies.
+ * So a power cut tears at most one piece (log_sb_decode_mirror: a copy
+ * unreadable next to a blank one is a format's, torn; blank).
  */
 static int
 open_format (struct hhc_log *log)
 {
-  HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (2 * LOG_SB_SIZE);
-  struct io io = { .n = 2, .sync = true };
+  HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (LOG_SB_SIZE);
+  struct io sbs = { .n = 3 }, start = { .n = 1, .sync = true };
   int r;
 
   if (zero == NULL)
     return ENOMEM;
-  io.p[0] = io.p[1] = zero;
-  io.len[0] = 2 * LOG_SB_SIZE;
-  io.len[1] = LOG_ALIGN;
-  io.off[0] = 0;
-  io.off[1] = LOG_REGION_OFF;
-  if ((r = mirrors_io (log, &io)) != 0 || (r = write_sb (log)) != 0
+  for (unsigned i = 0; i < 3; i++)
+    {
+      sbs.p[i] = zero;
+      sbs.len[i] = LOG_SB_SIZE;
+      sbs.off[i] = i * LOG_SB_SIZE;
+    }
+  start.p[0] = zero;
+  start.len[0] = LOG_ALIGN;
+  start.off[0] = LOG_REGION_OFF;
+  if ((r = mirrors_io (log, &sbs)) != 0 || (r = mirrors_io (log, &start)) != 0
+      || (r = write_sb (log)) != 0 || (r = write_sb (log)) != 0
       || log->healthy < log->nm)
     {
       hhc_msg (log->msgfn, HHC_MSG_ERROR, "formatting the log failed");
@@ -460,6 +468,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   unsigned nvalid = 0, nvoid = 0, recorded = 0;
   struct log_sb sb;
 
+  log->sb_gen = 0;
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
@@ -484,6 +493,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
         {
           memcpy (log->uuid, sb.log_uuid, 16);
           memcpy (log->cache_uuid, sb.cache_uuid, 16);
+          log->sb_gen = HHC_MAX (log->sb_gen, sb.generation);
           nvalid++;
         }
     }
@@ -519,7 +529,9 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
     r = check_retire (log, cache_uuid, log_uuid);
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
-        && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid)) != 0)
+        && (r
+            = void_dev (log->m[i].dev, log->uuid, log->cache_uuid, log->sb_gen))
+               != 0)
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));
   if (r == 0 && void_it)

@@ -319,6 +319,13 @@ int log_inspect_chain (struct hhc_log *log, unsigned i,
 int log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
                          struct log_seg_desc *d);
 
+/* Read the superblock area of dev and decode it as the log does
+ * (log_sb_decode_mirror; ENOMEM too): the parts that could not be read
+ * in *unreadable (LOG_SB_* bits), the first read error in *err.
+ */
+int log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, unsigned *unreadable,
+                int *err);
+
 /* The superblock as the log holds it (what log_open read, and the
  * volume it adopted offline) and the mirror replay reads from.
  */

@@ -364,9 +364,12 @@ int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb);
  * yet).
  */
 void sb_of_log (const struct hhc_log *log, struct log_sb *sb);
-/* Overwrite both superblock copies of dev with a void one, and sync. */
+/* Void dev: the void mark (a void superblock of generation, the newest
+ * superblock generation dev may hold), a sync, then both copies, a
+ * sync (log-format.h).
+ */
 int void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
-              const uint8_t cache_uuid[16]);
+              const uint8_t cache_uuid[16], uint64_t generation);
 /* Run io on every healthy mirror (a mirror that fails is marked
  * failed): 0 if at least one succeeded, else EIO.  mirrors_io takes
  * io_lock; mirrors_io_locked is called with it held.

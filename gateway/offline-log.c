@@ -23,20 +23,18 @@
 static int
 log_dev_blank (struct hhc_dev *dev, bool *blank)
 {
-  HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (2 * LOG_SB_SIZE);
   struct log_sb sb;
-  int r;
+  unsigned bad;
+  int err, r;
 
-  if (buf == NULL)
-    return ENOMEM;
-  if (dev->size < 2 * LOG_SB_SIZE)
+  if (dev->size < LOG_SB_AREA)
     {
       *blank = true;
       return 0;
     }
-  if ((r = dev_pread (dev, buf, 2 * LOG_SB_SIZE, 0)) != 0)
-    return r;
-  r = log_sb_decode_mirror (buf, &sb);
+  r = log_dev_sb (dev, &sb, &bad, &err);
+  if (r == EIO || r == ENOMEM)
+    return r == EIO ? err : r;
   *blank = r == ENOENT || r == ESTALE;
   return 0;
 }

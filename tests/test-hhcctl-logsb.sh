@@ -21,6 +21,11 @@
 #              copy: it counts for nothing, the newer copy decides;
 #              the gateway starts with the log, and check finds the
 #              log healthy and paired.
+#   mark       the void mark (at 8 KiB: a void writes and syncs it
+#              before the copies) of the newer copy's generation, both
+#              copies intact: void, as for "void".
+#   stale-mark a void mark older than the copies (the mirror joined the
+#              log again since): it counts for nothing, as "torn-void".
 # check changes no byte (md5sum); the gateway serves what was written.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
@@ -82,6 +87,12 @@ with open(path, "r+b") as f:
     elif how == "torn-void":
         void[20] ^= 1
         cs[1 - newer] = void
+    elif how in ("mark", "stale-mark"):
+        struct.pack_into("<Q", void, 88,
+                         gens[newer] - (how == "stale-mark"))
+        seal(void)
+        f.seek(8192)
+        f.write(void)
     else:
         sys.exit("forge: " + how)
     f.seek(0)
@@ -158,4 +169,21 @@ check
 expect_in_output 'log and cache are paired'
 expect_in_output '^check: healthy'
 serves torn-void
+
+# --- mark: the void mark of the newest generation voids the mirror ------
+
+prepare mark
+check
+[ "$st" -eq 0 ] || fail "check with a void mark: exit $st, not 0"
+expect_in_output '^log: blank'
+serves mark
+
+# --- stale-mark: a mark older than the copies counts for nothing --------
+
+prepare stale-mark
+check
+[ "$st" -eq 0 ] || fail "check with a stale void mark: exit $st, not 0"
+expect_in_output 'log and cache are paired'
+expect_in_output '^check: healthy'
+serves stale-mark
 echo ok

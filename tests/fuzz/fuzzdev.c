@@ -263,7 +263,7 @@ fuzz_fix_cache (unsigned char *img, size_t len, unsigned flags)
 bool
 fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb)
 {
-  return len >= 2 * LOG_SB_SIZE && log_sb_decode_mirror (img, sb) == 0;
+  return len >= LOG_SB_AREA && log_sb_decode_mirror (img, 0, sb) == 0;
 }
 
 /* The superblock copies that have the log's magic (valid or not) get

@@ -205,3 +205,43 @@ counts (struct env *e)
   hhc_get_counts (e->vol, &c);
   return c;
 }
+
+/* 64 blocks, 128 slots, nlogs mirrors of 1 MiB, no write-back but
+ * the FLUSHes'.  (With 512 KiB the room the log keeps for its buffers,
+ * 7 reservations of a 64 KiB segment and its header, left 7 blocks
+ * for dirty ones, and one dirty block put the log's share past
+ * dirty-low: the flusher wrote it back when it got the CPU first.)
+ */
+void
+quiet_env_init (struct env *e, unsigned nlogs)
+{
+  env_init (e, 64, 128, nlogs, LOG_REGION_OFF + 1024 * KiB);
+  e->conf.dirty_low = 90;
+  e->conf.dirty_high = 95;
+  e->conf.dirty_max = 99;
+  e->conf.idle_ms = 0;
+}
+
+/* One mirror, the SSD and the mirror on one power supply, no write-back
+ * but the FLUSHes'.
+ */
+void
+pw_env_init (struct env *e, struct power *pw)
+{
+  quiet_env_init (e, 1);
+  power_init (pw, e->mb);
+  e->be.pw = pw;
+  to_pdev (e->logs[0].pd)->pw = pw;
+  to_pdev (e->ssd.pd)->pw = pw;
+  power_set_devs (pw, (struct hhc_dev *[]){ e->ssd.cd, e->logs[0].cd }, 2);
+}
+
+void
+pw_env_free (struct env *e, struct power *pw)
+{
+  e->be.pw = NULL;
+  to_pdev (e->logs[0].pd)->pw = NULL;
+  to_pdev (e->ssd.pd)->pw = NULL;
+  env_free (e);
+  power_destroy (pw);
+}

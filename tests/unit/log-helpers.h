@@ -79,6 +79,8 @@ void tfail (const char *fmt, ...)
 
 /* ---- power: one switch for every device and the backend ---- */
 
+struct pdev;
+
 struct power {
   pthread_rwlock_t rw; /* read: one device or backend call; write: cut */
   uint64_t ops;        /* atomic: counted calls since armed */
@@ -92,11 +94,12 @@ struct power {
   unsigned char *img[MAX_DEVS]; /* what the cut left on each */
   struct membackend *mb;
   unsigned char *be_img;
-  /* Torn tails: a cut leaves the newest write it dropped in a log
-   * device's region unreadable after the restore, as an HDD's
-   * interrupted write can (until a write covers it).  Not modelled: a
-   * torn FUA write (never pending), a torn superblock write, a sector
-   * in the middle of a write.
+  struct pdev *only; /* atomic: count only its calls after a fault */
+  /* Torn tails: a cut leaves part of the newest write it dropped on a
+   * log device (a run of its 4 KiB pieces, or all of it) unreadable
+   * after the restore, as an HDD's interrupted write can (until a write
+   * covers it); a superblock's or the void mark's too.  Not modelled: a
+   * torn FUA write (never pending), pieces that are not one run.
    */
   bool torn_tails;
   uint64_t bad_off[MAX_DEVS];
@@ -104,6 +107,7 @@ struct power {
   uint64_t was_off[MAX_DEVS]; /* each device's unreadable bytes at the cut */
   size_t was_len[MAX_DEVS];   /* (one range a device: the newest wins) */
   uint64_t torn;              /* cuts that left one, since power_init */
+  uint64_t torn_sb;           /* of them, in the superblock area */
 };
 
 void power_init (struct power *pw, struct membackend *mb);
@@ -116,6 +120,12 @@ void power_cut (struct power *pw);
 /* Arm: cut at the at-th counted call from now (0: disarm). */
 void power_arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
                 bool revert_backend);
+/* Arm: cut at the at-th write or sync to pd (a pdev) made after a
+ * write to it failed (pdev_fail_after, pdev_fail_once): a cut in what
+ * the log does with a failed mirror, its void.
+ */
+void power_arm_after_fault (struct power *pw, uint64_t at, unsigned seed,
+                            bool revert_backend, struct hhc_dev *pd);
 /* Put the snapshot back (no volume open) and disarm. */
 void power_restore (struct power *pw);
 
@@ -141,7 +151,9 @@ struct pdev {
   uint64_t writes;           /* atomic */
   uint64_t region_reads;     /* atomic: reads past LOG_REGION_OFF */
   uint64_t fail_after;       /* atomic: writes that succeed before it fails */
+  bool once;                 /* atomic: that write fails alone */
   bool failing;              /* atomic: every call fails with EIO */
+  bool failed_once;          /* atomic: a write has failed */
   uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
   unsigned sync_delay_us;
 };
@@ -152,6 +164,8 @@ struct hhc_dev *pdev_new (struct hhc_dev *inner, struct power *pw,
 void pdev_free (struct hhc_dev *d);
 /* The device fails (every call EIO) after n more successful writes. */
 void pdev_fail_after (struct hhc_dev *d, uint64_t n);
+/* The write after n more successful ones fails (EIO), alone. */
+void pdev_fail_once (struct hhc_dev *d, uint64_t n);
 void pdev_heal (struct hhc_dev *d);
 /* Offer FUA (as the inner device does: the default) or not. */
 void pdev_set_fua (struct hhc_dev *d, bool on);
@@ -226,5 +240,14 @@ int64_t backend_version (struct env *e, uint64_t lba);
 void check_backend_state (struct env *e, const uint64_t *expect,
                           const char *what);
 struct hhc_counts counts (struct env *e);
+/* One mirror or more, write-back left to FLUSHes (high watermarks, no
+ * idle write-back).
+ */
+void quiet_env_init (struct env *e, unsigned nlogs);
+/* quiet_env_init with one mirror, the SSD, the mirror and the backend
+ * on the power switch pw; pw_env_free undoes both.
+ */
+void pw_env_init (struct env *e, struct power *pw);
+void pw_env_free (struct env *e, struct power *pw);
 
 #endif /* HHC_TEST_LOG_HELPERS_H */

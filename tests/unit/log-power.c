@@ -54,22 +54,32 @@ power_crashed (struct power *pw)
 }
 
 /* After the cut of device i (a log: i > 0): with torn_tails, the
- * newest write it dropped in the log region is to be unreadable once
- * the power is back (power_restore).
+ * newest write it dropped (a superblock's too) is to be unreadable once
+ * the power is back (power_restore): all of it, or half the time (from
+ * the cut's seed) a run of its 4 KiB pieces.
  */
 static void
 torn_tail (struct power *pw, unsigned i)
 {
+  unsigned seed = pw->seed + 104729 * i;
   uint64_t off;
-  size_t len;
+  size_t len, n;
 
   pw->bad_len[i] = 0;
-  if (!pw->torn_tails || i == 0 || !crashdev_last_lost (pw->cd[i], &off, &len)
-      || off < LOG_REGION_OFF)
+  if (!pw->torn_tails || i == 0 || !crashdev_last_lost (pw->cd[i], &off, &len))
     return;
+  n = len / LOG_ALIGN;
+  if (n > 1 && len % LOG_ALIGN == 0 && rand_r (&seed) % 2)
+    {
+      size_t first = (size_t)rand_r (&seed) % n;
+      size_t count = 1 + (size_t)rand_r (&seed) % (n - first);
+      off += first * LOG_ALIGN;
+      len = count * LOG_ALIGN;
+    }
   pw->bad_off[i] = off;
   pw->bad_len[i] = len;
   pw->torn++;
+  pw->torn_sb += off < LOG_REGION_OFF;
 }
 
 /* Cut the power now: snapshot what survives, keep the devices live. */
@@ -115,19 +125,34 @@ power_cut (struct power *pw)
   pthread_rwlock_unlock (&pw->rw);
 }
 
-/* Arm: cut at the at-th counted call from now (0: disarm). */
-void
-power_arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
-           bool revert_backend)
+static void
+arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
+     bool revert_backend, struct pdev *only)
 {
   pthread_rwlock_wrlock (&pw->rw);
   pw->seed = seed;
   pw->revert_backend = revert_backend;
   __atomic_store_n (&pw->ops, 0, __ATOMIC_RELEASE);
   __atomic_store_n (&pw->sync_only, sync_only, __ATOMIC_RELEASE);
+  __atomic_store_n (&pw->only, only, __ATOMIC_RELEASE);
   __atomic_store_n (&pw->crashed, false, __ATOMIC_RELEASE);
   __atomic_store_n (&pw->crash_at, at, __ATOMIC_RELEASE);
   pthread_rwlock_unlock (&pw->rw);
+}
+
+/* Arm: cut at the at-th counted call from now (0: disarm). */
+void
+power_arm (struct power *pw, uint64_t at, bool sync_only, unsigned seed,
+           bool revert_backend)
+{
+  arm (pw, at, sync_only, seed, revert_backend, NULL);
+}
+
+void
+power_arm_after_fault (struct power *pw, uint64_t at, unsigned seed,
+                       bool revert_backend, struct hhc_dev *pd)
+{
+  arm (pw, at, false, seed, revert_backend, to_pdev (pd));
 }
 
 /* Put the snapshot back (no volume open) and disarm. */
@@ -154,14 +179,29 @@ power_restore (struct power *pw)
   power_arm (pw, 0, false, 0, false);
 }
 
-/* kind: 0 read (not counted), 1 write, 2 sync. */
+/* Does this call count towards the cut?  Every one, or only those of
+ * the device the cut waits for, once a write to it has failed.
+ */
+static bool
+power_counts (struct power *pw, struct pdev *p)
+{
+  struct pdev *only = __atomic_load_n (&pw->only, __ATOMIC_ACQUIRE);
+
+  return only == NULL
+         || (p == only && __atomic_load_n (&p->failed_once, __ATOMIC_ACQUIRE));
+}
+
+/* kind: 0 read (not counted), 1 write, 2 sync; p the device (NULL: the
+ * backend).
+ */
 static void
-power_enter (struct power *pw, int kind)
+power_enter (struct power *pw, int kind, struct pdev *p)
 {
   if (pw == NULL)
     return;
   if (kind && __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE)
-      && (kind == 2 || !__atomic_load_n (&pw->sync_only, __ATOMIC_ACQUIRE)))
+      && (kind == 2 || !__atomic_load_n (&pw->sync_only, __ATOMIC_ACQUIRE))
+      && power_counts (pw, p))
     {
       uint64_t n = __atomic_add_fetch (&pw->ops, 1, __ATOMIC_ACQ_REL);
       if (n == __atomic_load_n (&pw->crash_at, __ATOMIC_ACQUIRE))
@@ -247,14 +287,15 @@ pd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
       || (p->bad_len && off < p->bad_off + p->bad_len
           && p->bad_off < off + len))
     return EIO;
-  power_enter (p->pw, 0);
+  power_enter (p->pw, 0, p);
   r = dev_pread (p->inner, buf, len, off);
   power_leave (p->pw);
   return r;
 }
 
 /* Whether this write fails: the device failed already, or this is
- * the write past fail_after (the device fails from then on).
+ * the write past fail_after (the device fails from then on, or with
+ * once only this write).
  */
 static bool
 pd_write_fails (struct pdev *p)
@@ -264,7 +305,11 @@ pd_write_fails (struct pdev *p)
   if (__atomic_add_fetch (&p->writes, 1, __ATOMIC_ACQ_REL)
       > __atomic_load_n (&p->fail_after, __ATOMIC_ACQUIRE))
     {
-      __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      if (__atomic_load_n (&p->once, __ATOMIC_ACQUIRE))
+        __atomic_store_n (&p->fail_after, UINT64_MAX, __ATOMIC_RELEASE);
+      else
+        __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+      __atomic_store_n (&p->failed_once, true, __ATOMIC_RELEASE);
       return true;
     }
   return false;
@@ -278,7 +323,7 @@ pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 
   if (pd_write_fails (p))
     return EIO;
-  power_enter (p->pw, 1);
+  power_enter (p->pw, 1, p);
   r = dev_pwrite (p->inner, buf, len, off);
   power_leave (p->pw);
   return r;
@@ -304,7 +349,7 @@ pd_sync (struct hhc_dev *d)
   if (pd_failing (p))
     return EIO;
   pd_delay (p);
-  power_enter (p->pw, 2);
+  power_enter (p->pw, 2, p);
   r = dev_sync (p->inner);
   power_leave (p->pw);
   return r;
@@ -322,7 +367,7 @@ pd_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
   if (pd_write_fails (p))
     return EIO;
   pd_delay (p);
-  power_enter (p->pw, 2);
+  power_enter (p->pw, 2, p);
   r = dev_pwrite_fua (p->inner, buf, len, off);
   power_leave (p->pw);
   return r;
@@ -389,11 +434,23 @@ pdev_fail_after (struct hhc_dev *d, uint64_t n)
 {
   struct pdev *p = to_pdev (d);
 
+  __atomic_store_n (&p->once, false, __ATOMIC_RELEASE);
   __atomic_store_n (&p->fail_after,
                     __atomic_load_n (&p->writes, __ATOMIC_ACQUIRE) + n,
                     __ATOMIC_RELEASE);
   if (n == 0)
     __atomic_store_n (&p->failing, true, __ATOMIC_RELEASE);
+}
+
+void
+pdev_fail_once (struct hhc_dev *d, uint64_t n)
+{
+  struct pdev *p = to_pdev (d);
+
+  __atomic_store_n (&p->once, true, __ATOMIC_RELEASE);
+  __atomic_store_n (&p->fail_after,
+                    __atomic_load_n (&p->writes, __ATOMIC_ACQUIRE) + n,
+                    __ATOMIC_RELEASE);
 }
 
 void
@@ -448,7 +505,7 @@ pbe_pread (void *ctx, void *buf, uint32_t count, uint64_t offset)
   struct pbe *b = ctx;
   int r;
 
-  power_enter (b->pw, 0);
+  power_enter (b->pw, 0, NULL);
   r = membackend_ops.pread (b->mb, buf, count, offset);
   power_leave (b->pw);
   return r;
@@ -461,7 +518,7 @@ pbe_pwrite (void *ctx, const void *buf, uint32_t count, uint64_t offset,
   struct pbe *b = ctx;
   int r;
 
-  power_enter (b->pw, 1);
+  power_enter (b->pw, 1, NULL);
   r = membackend_ops.pwrite (b->mb, buf, count, offset, fua);
   power_leave (b->pw);
   return r;
@@ -473,7 +530,7 @@ pbe_flush (void *ctx)
   struct pbe *b = ctx;
   int r;
 
-  power_enter (b->pw, 2);
+  power_enter (b->pw, 2, NULL);
   r = membackend_ops.flush (b->mb);
   power_leave (b->pw);
   return r;
@@ -485,7 +542,7 @@ pbe_trim (void *ctx, uint32_t count, uint64_t offset)
   struct pbe *b = ctx;
   int r;
 
-  power_enter (b->pw, 1);
+  power_enter (b->pw, 1, NULL);
   r = membackend_ops.trim (b->mb, count, offset);
   power_leave (b->pw);
   return r;
@@ -497,7 +554,7 @@ pbe_zero (void *ctx, uint32_t count, uint64_t offset)
   struct pbe *b = ctx;
   int r;
 
-  power_enter (b->pw, 1);
+  power_enter (b->pw, 1, NULL);
   r = membackend_ops.zero (b->mb, count, offset);
   power_leave (b->pw);
   return r;

@@ -255,7 +255,7 @@ workload (struct run *r, int nops)
         }
       else if (op < 81)
         {
-          if (test_env_u64 ("HHC_TEST_OUTAGES", 1))
+          if (!r->no_outages && test_env_u64 ("HHC_TEST_OUTAGES", 1))
             backend_outage (r);
         }
       else if (op < 82)

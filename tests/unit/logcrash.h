@@ -34,6 +34,10 @@ struct run {
   unsigned char *buf;
   const char *phase; /* atomic: the watchdog reads it */
   char cfg[200];     /* the run's configuration, for messages */
+  /* No backend outages: the only log mirror is to fail, and a FLUSH
+   * that falls back to write-back then fails with the backend.
+   */
+  bool no_outages;
   /* what happened, for the summary */
   uint64_t nwrites, nflushes;
 };

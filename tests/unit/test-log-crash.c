@@ -10,7 +10,10 @@
  *                   the log (sometimes with a second power cut during
  *                   the recovery); a write the cut tore on a log may
  *                   leave its sectors unreadable (torn_tails, until a
- *                   write covers them); every sector is checked
+ *                   write covers them; a superblock's too); in a
+ *                   quarter of the runs a log mirror's write fails
+ *                   once and the cut falls in its void (run_cut);
+ *                   every sector is checked
  *                   against the campaigns' oracle (oracle.h).  Each
  *                   seed runs under a watchdog: a seed not done after
  *                   HHC_TEST_TIMEOUT seconds is a HANG failure.
@@ -32,6 +35,7 @@ struct totals {
   uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
   uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
   uint64_t head_persists, mirrors2, backend_reverts, ops, torn_tails;
+  uint64_t torn_sbs, void_runs, void_cuts;
   uint64_t redone, redo_runs, redo_cut, checkpoints;
 };
 
@@ -204,9 +208,23 @@ run_setup (struct run *r, uint64_t seed)
             hhc_promote_to_string (r->conf.promote));
 }
 
+/* Runs whose cut waits for a mirror's fault (a quarter, from the
+ * seed).
+ */
+static bool
+void_cut_run (uint64_t seed)
+{
+  return seed / 27 % 4 == 1;
+}
+
 /* The cut: at any counted call (device write or sync, backend write,
- * trim, zero or flush), or only at a sync or backend flush; then the
- * volume is closed and the snapshot put back.
+ * trim, zero or flush), or only at a sync or backend flush; or, in a
+ * void_cut_run, a write to one log mirror fails once (it heals at
+ * once) and the cut falls on one of the first four writes and syncs to
+ * it after that: what the log does with a failed mirror, its void (the
+ * void mark, a sync, both copies, a sync), at once with two mirrors,
+ * after the FLUSH that falls back with one.  Then the volume is closed
+ * and the snapshot put back.
  */
 static void
 run_cut (struct run *r, struct totals *t)
@@ -214,16 +232,31 @@ run_cut (struct run *r, struct totals *t)
   set_phase (r, "workload");
   bool revert = test_rand_below (&r->rng, 2);
   t->backend_reverts += revert;
-  if (test_rand_below (&r->rng, 2))
+  struct hhc_dev *faulty = NULL;
+  if (void_cut_run (r->seed))
+    {
+      faulty = r->logs[test_rand_below (&r->rng, r->nlogs)].pd;
+      pdev_fail_once (faulty, test_rand_below (&r->rng, 60));
+      power_arm_after_fault (&r->pw, 1 + test_rand_below (&r->rng, 4),
+                             (unsigned)r->seed, revert, faulty);
+      r->no_outages = r->nlogs == 1;
+      t->void_runs++;
+    }
+  else if (test_rand_below (&r->rng, 2))
     power_arm (&r->pw, 1 + test_rand_below (&r->rng, 1500), false,
                (unsigned)r->seed, revert);
   else
     power_arm (&r->pw, 1 + test_rand_below (&r->rng, 400), true,
                (unsigned)r->seed, revert);
   workload (r, 250 + test_rand_below (&r->rng, 250));
+  if (faulty)
+    pdev_heal (faulty); /* a fault that did not come yet never will */
   t->ops += __atomic_load_n (&r->pw.ops, __ATOMIC_ACQUIRE);
   if (power_crashed (&r->pw))
-    t->cut_mid++;
+    {
+      t->cut_mid++;
+      t->void_cuts += faulty != NULL;
+    }
   else
     power_cut (&r->pw);
   add_log_stats (r, t);
@@ -322,6 +355,7 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
   t->flushes += r->nflushes;
   t->mirrors2 += r->nlogs == 2;
   t->torn_tails += r->pw.torn;
+  t->torn_sbs += r->pw.torn_sb;
   tdev_free (&r->ssd);
   for (unsigned i = 0; i < r->nlogs; i++)
     tdev_free (&r->logs[i]);
@@ -412,6 +446,9 @@ test_random_crashes (void **state)
       t.mirrors2 += j->t.mirrors2;
       t.backend_reverts += j->t.backend_reverts;
       t.torn_tails += j->t.torn_tails;
+      t.torn_sbs += j->t.torn_sbs;
+      t.void_runs += j->t.void_runs;
+      t.void_cuts += j->t.void_cuts;
       t.ops += j->t.ops;
       free (j);
     }
@@ -422,7 +459,9 @@ test_random_crashes (void **state)
           "%llu runs wrapped, %llu full waits, %llu relogged, %llu "
           "reclaimed, %llu revokes, %llu head persists, %llu "
           "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
-          "the redo); %llu torn log writes left unreadable\n",
+          "the redo); %llu torn log writes left unreadable (%llu of "
+          "superblocks); %llu runs with a mirror's fault (%llu cut in "
+          "its void)\n",
           (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
           (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
           (unsigned long long)t.reopen, (unsigned long long)t.replay,
@@ -434,7 +473,8 @@ test_random_crashes (void **state)
           (unsigned long long)t.head_persists,
           (unsigned long long)t.checkpoints, (unsigned long long)t.redo_runs,
           (unsigned long long)t.redone, (unsigned long long)t.redo_cut,
-          (unsigned long long)t.torn_tails);
+          (unsigned long long)t.torn_tails, (unsigned long long)t.torn_sbs,
+          (unsigned long long)t.void_runs, (unsigned long long)t.void_cuts);
   /* The write-ahead restart was exercised (a FLUSH commits no SSD). */
   if (!failed && t.reopen >= 10 && t.redo_runs == 0)
     fail_msg ("%llu reopens, none redid a block from the log",

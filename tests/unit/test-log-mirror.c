@@ -193,36 +193,6 @@ test_mirrors_fail (void **state)
   env_free (&e);
 }
 
-/* 64 blocks, 128 slots, nlogs mirrors of 1 MiB, no write-back but
- * the FLUSHes'.  (With 512 KiB the room the log keeps for its buffers,
- * 7 reservations of a 64 KiB segment and its header, left 7 blocks
- * for dirty ones, and one dirty block put the log's share past
- * dirty-low: the flusher wrote it back when it got the CPU first.)
- */
-static void
-quiet_env_init (struct env *e, unsigned nlogs)
-{
-  env_init (e, 64, 128, nlogs, LOG_REGION_OFF + 1024 * KiB);
-  e->conf.dirty_low = 90;
-  e->conf.dirty_high = 95;
-  e->conf.dirty_max = 99;
-  e->conf.idle_ms = 0;
-}
-
-/* One mirror, the SSD and the mirror on one power supply, no write-back
- * but the FLUSHes' (the mirror tests below).
- */
-static void
-pw_env_init (struct env *e, struct power *pw)
-{
-  quiet_env_init (e, 1);
-  power_init (pw, e->mb);
-  e->be.pw = pw;
-  to_pdev (e->logs[0].pd)->pw = pw;
-  to_pdev (e->ssd.pd)->pw = pw;
-  power_set_devs (pw, (struct hhc_dev *[]){ e->ssd.cd, e->logs[0].cd }, 2);
-}
-
 /* A run in hhc that leaves block 3 (version 41) dirty in the cache and
  * in the log.
  */
@@ -233,16 +203,6 @@ dirty_in_log (struct env *e)
   env_write (e, 3, 41, false);
   env_flush (e);
   env_close (e);
-}
-
-static void
-pw_env_free (struct env *e, struct power *pw)
-{
-  e->be.pw = NULL;
-  to_pdev (e->logs[0].pd)->pw = NULL;
-  to_pdev (e->ssd.pd)->pw = NULL;
-  env_free (e);
-  power_destroy (pw);
 }
 
 /* ssd-sync=checkpoint: the only mirror fails, a FLUSH falls back (the

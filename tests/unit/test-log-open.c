@@ -245,7 +245,7 @@ old_version (struct log_sb *sb)
 static void
 test_old_version (void **state)
 {
-  unsigned char saved[2 * LOG_SB_SIZE], buf[2 * LOG_SB_SIZE];
+  unsigned char saved[2 * LOG_SB_SIZE], buf[LOG_SB_AREA];
   struct log_sb sb;
   struct env e;
 
@@ -259,14 +259,14 @@ test_old_version (void **state)
   membackend_fail_all (e.mb, MB_OP_WRITE, false);
   edit_sbs (e.logs[0].pd, saved, old_version);
   assert_int_equal (dev_pread (e.logs[0].pd, buf, sizeof buf, 0), 0);
-  assert_int_equal (log_sb_decode_mirror (buf, &sb), 0);
+  assert_int_equal (log_sb_decode_mirror (buf, 0, &sb), 0);
   assert_int_equal (sb.version, 1);
   env_new_ssd (&e);
   env_open (&e);
   for (uint64_t l = 0; l < 8; l++)
     assert_true (backend_has (&e, l, 70 + l));
   assert_int_equal (dev_pread (e.logs[0].pd, buf, sizeof buf, 0), 0);
-  assert_int_equal (log_sb_decode_mirror (buf, &sb), 0);
+  assert_int_equal (log_sb_decode_mirror (buf, 0, &sb), 0);
   assert_int_equal (sb.version, LOG_VERSION);
   env_close (&e);
   env_free (&e);

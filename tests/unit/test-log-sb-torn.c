@@ -1,0 +1,247 @@
+/* Torn superblock writes on a log mirror (docs/design.md §1, log-format.h):
+ * an HDD's write that a power cut interrupts may leave its sectors
+ * unreadable.  A mirror with one superblock copy unreadable still opens,
+ * and a void that the cut tore still reads as void.
+ *
+ * Tests:
+ *   torn_update    a new log has both copies valid; the newer copy
+ *                  unreadable: the log opens on the older one (with
+ *                  the SSD, and replayed without it); both copies
+ *                  unreadable: refused with the read's error, the
+ *                  devices unchanged.
+ *   torn_void      the only mirror fails, a FLUSH falls back (block 3
+ *                  goes to the backend as 42) and voids the mirror; the
+ *                  power fails after the void mark is synced, before
+ *                  the copies are written, and the copies' write leaves
+ *                  A, B, both or neither unreadable: the restart
+ *                  without the SSD opens and replays nothing (block 3
+ *                  stays 42, not the log's 41).
+ *   rejoined_torn  a voided mirror that joined the log again keeps its
+ *                  old void mark; a torn superblock update on it later
+ *                  still reads as the log, and replays everything when
+ *                  it is the last copy.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log-helpers.h"
+#include "log.h"
+
+/* Which copy of the log on cd is the newer valid one (0: A, 1: B). */
+static unsigned
+newer_copy (struct hhc_dev *cd)
+{
+  unsigned char buf[2 * LOG_SB_SIZE];
+  struct log_sb a, b;
+
+  assert_int_equal (dev_pread (cd, buf, sizeof buf, 0), 0);
+  assert_int_equal (log_sb_decode (buf, &a), 0);
+  assert_int_equal (log_sb_decode (buf + LOG_SB_SIZE, &b), 0);
+  return b.generation > a.generation;
+}
+
+/* Decode the superblock area of cd as the log would. */
+static int
+sb_state (struct hhc_dev *cd, struct log_sb *sb)
+{
+  unsigned bad;
+  int err;
+
+  return log_dev_sb (cd, sb, &bad, &err);
+}
+
+/* ---- a torn update ---- */
+
+static void
+write_eight (struct env *e)
+{
+  env_open (e);
+  /* A format writes both copies (a copy unreadable next to a blank one
+   * is then a format's torn first write: log_sb_decode_mirror).
+   */
+  (void)newer_copy (e->logs[0].cd);
+  membackend_fail_all (e->mb, MB_OP_WRITE, true); /* only in the log */
+  for (uint64_t l = 0; l < 8; l++)
+    env_write (e, l, 10 + l, false);
+  env_flush (e);
+  env_close (e);
+  membackend_fail_all (e->mb, MB_OP_WRITE, false);
+}
+
+static void
+test_torn_update (void **state)
+{
+  struct env e;
+  struct log_sb sb;
+  unsigned char *before;
+
+  quiet_env_init (&e, 1);
+  write_eight (&e);
+  struct hhc_dev *cd = e.logs[0].cd;
+
+  /* The newer copy unreadable, the SSD kept: opens, reads. */
+  crashdev_set_bad (cd, newer_copy (cd) * LOG_SB_SIZE, LOG_SB_SIZE);
+  assert_int_equal (sb_state (cd, &sb), 0);
+  env_open (&e);
+  assert_true (reads_v (&e, 5, 15));
+  env_close (&e);
+
+  /* Again, and the SSD lost: the replay brings back every block. */
+  crashdev_set_bad (cd, newer_copy (cd) * LOG_SB_SIZE, LOG_SB_SIZE);
+  env_new_ssd (&e);
+  env_open (&e);
+  for (uint64_t l = 0; l < 8; l++)
+    assert_true (backend_has (&e, l, 10 + l));
+  env_close (&e);
+
+  /* Both copies unreadable: nothing to go by; refused, unchanged. */
+  crashdev_set_bad (cd, 0, 2 * LOG_SB_SIZE);
+  assert_int_equal (sb_state (cd, &sb), EIO);
+  crashdev_set_bad (cd, 0, 0);
+  before = dev_save (cd);
+  crashdev_set_bad (cd, 0, 2 * LOG_SB_SIZE);
+  assert_int_equal (env_try_open (&e), EIO);
+  crashdev_set_bad (cd, 0, 0);
+  unsigned char *after = dev_save (cd);
+  assert_memory_equal (before, after, cd->size);
+  free (before);
+  free (after);
+  env_free (&e);
+  (void)state;
+}
+
+/* ---- a torn void ---- */
+
+/* torn: which copies the void's torn write left unreadable (bit 0: A,
+ * bit 1: B).
+ */
+static void
+torn_void (unsigned torn)
+{
+  struct env e;
+  struct power pw;
+  struct log_sb sb;
+
+  pw_env_init (&e, &pw);
+  env_open (&e);
+  env_write (&e, 3, 41, false);
+  env_flush (&e); /* 41 under a barrier in the log */
+  /* The next log write fails (once); the FLUSH falls back, writes 42
+   * back and voids the mirror: the mark (call 1), a sync (2), the
+   * copies (3), a sync (4).  The cut comes before call 3.
+   */
+  pdev_fail_once (e.logs[0].pd, 0);
+  power_arm_after_fault (&pw, 3, 7, false, e.logs[0].pd);
+  env_write (&e, 3, 42, false);
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  if (!power_crashed (&pw))
+    fail_msg ("the void made fewer than 3 writes and syncs: is its mark "
+              "written and synced before the copies?");
+  env_close (&e);
+  power_restore (&pw);
+  struct hhc_dev *cd = e.logs[0].cd;
+  if (torn)
+    crashdev_set_bad (cd, (torn & 1 ? 0 : LOG_SB_SIZE),
+                      (torn == 3 ? 2 : 1) * LOG_SB_SIZE);
+  assert_int_equal (sb_state (cd, &sb), ESTALE);
+  /* The mark holds the newest generation the copies may hold. */
+  crashdev_set_bad (cd, 0, 0);
+  unsigned char copies[2 * LOG_SB_SIZE];
+  struct log_sb a, b;
+  assert_int_equal (dev_pread (cd, copies, sizeof copies, 0), 0);
+  assert_int_equal (log_sb_decode (copies, &a), 0);
+  assert_int_equal (log_sb_decode (copies + LOG_SB_SIZE, &b), 0);
+  assert_true (sb.generation >= HHC_MAX (a.generation, b.generation));
+  if (torn)
+    crashdev_set_bad (cd, (torn & 1 ? 0 : LOG_SB_SIZE),
+                      (torn == 3 ? 2 : 1) * LOG_SB_SIZE);
+
+  env_new_ssd (&e);
+  assert_int_equal (env_try_open (&e), 0);
+  if (!backend_has (&e, 3, 42))
+    fail_msg ("torn copies %u: block 3 holds version %lld after the SSD "
+              "loss, not 42: the voided log was replayed",
+              torn, (long long)backend_version (&e, 3));
+  assert_true (reads_v (&e, 3, 42));
+  env_close (&e);
+  pw_env_free (&e, &pw);
+}
+
+static void
+test_torn_void (void **state)
+{
+  for (unsigned torn = 0; torn < 4; torn++)
+    torn_void (torn);
+  (void)state;
+}
+
+/* ---- a mirror voided, joined again, then torn ---- */
+
+static void
+test_rejoined_torn (void **state)
+{
+  struct env e;
+  struct log_sb sb, mark;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true); /* only in the log */
+  for (uint64_t l = 0; l < 8; l++)
+    env_write (&e, l, 10 + l, false);
+  env_flush (&e);
+  /* Mirror 1 fails once: voided (at once, or at the latest by the close). */
+  pdev_fail_once (e.logs[1].pd, 0);
+  env_write (&e, 8, 18, false);
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  env_close (&e);
+  struct hhc_dev *cd = e.logs[1].cd;
+  assert_int_equal (sb_state (cd, &mark), ESTALE);
+
+  /* It joins again (both copies rewritten, newer than its mark). */
+  env_open (&e);
+  env_write (&e, 9, 19, false);
+  env_flush (&e);
+  env_close (&e);
+  assert_int_equal (sb_state (cd, &sb), 0);
+  assert_true (sb.generation > mark.generation);
+  unsigned char m[LOG_SB_SIZE];
+  assert_int_equal (dev_pread (cd, m, sizeof m, LOG_VOID_OFF), 0);
+  assert_int_equal (log_sb_decode (m, &mark), ESTALE); /* still there */
+
+  /* Its newer copy torn, mirror 0 and the SSD lost: mirror 1 is the
+   * log, and the replay brings back every block.
+   */
+  crashdev_set_bad (cd, newer_copy (cd) * LOG_SB_SIZE, LOG_SB_SIZE);
+  assert_int_equal (sb_state (cd, &sb), 0);
+  tdev_free (&e.logs[0]);
+  tdev_new (&e.logs[0], LOG_REGION_OFF + 1024 * KiB, NULL, log_names[0]);
+  e.pre.logs[0] = e.logs[0].pd;
+  env_new_ssd (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_open (&e);
+  for (uint64_t l = 0; l < 10; l++)
+    if (!backend_has (&e, l, 10 + l))
+      fail_msg ("block %llu holds version %lld after the replay, not %llu",
+                (unsigned long long)l, (long long)backend_version (&e, l),
+                (unsigned long long)(10 + l));
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_torn_update),
+    cmocka_unit_test (test_torn_void),
+    cmocka_unit_test (test_rejoined_torn),
+  };
+  test_filter_from_env ();
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
