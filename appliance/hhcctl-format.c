@@ -174,10 +174,28 @@ format_open (struct format_job *j, char *why, size_t len)
   return 0;
 }
 
-/* Only then write: 0 done, 1 a write failed. */
+/* Only then write: 0 done, 1 a write failed.  The logs first: a power
+ * cut in the middle may leave a cache next to a blank log (its dirty
+ * blocks go to the log again at the next start), never a blank cache
+ * next to its old log (which the next start would replay over the
+ * backend).
+ */
 static int
 format_write (struct format_job *j)
 {
+  for (unsigned i = 0; i < j->ls.n; i++)
+    {
+      int r = j->ls.blank[i] ? 0 : offline_log_blank (j->ls.devs[i]);
+      if (r)
+        {
+          fprintf (stderr, "hhcctl: error: %s: writing: %s\n", j->logs[i],
+                   strerror (r));
+          return 1;
+        }
+      printf (j->ls.blank[i] ? "log %s: already blank\n"
+                             : "log %s: blank (the next start formats it)\n",
+              j->logs[i]);
+    }
   if (j->cdev)
     {
       if (j->cblank)
@@ -186,15 +204,6 @@ format_write (struct format_job *j)
         return 1;
       else
         printf ("cache %s: blank (the next start formats it)\n", j->cache);
-    }
-  for (unsigned i = 0; i < j->ls.n; i++)
-    {
-      if (j->ls.blank[i])
-        printf ("log %s: already blank\n", j->logs[i]);
-      else if (zero_head (j->ls.devs[i], j->logs[i], OFFLINE_LOG_HEAD))
-        return 1;
-      else
-        printf ("log %s: blank (the next start formats it)\n", j->logs[i]);
     }
   if (j->cdev && j->ls.n == 0)
     printf ("note: a log paired with this cache is replayed into the backend "

@@ -9,11 +9,11 @@
  *
  * Layout of every mirror (identical on each; all fields little-endian):
  *   0, 4 KiB     superblock, copies A and B (the newer valid one counts;
- *                a write goes over the older copy)
+ *                a write goes over the mirror's other copy)
  *   8 KiB        the void mark (LOG_VOID_OFF): a void superblock written
  *                and synced before a void rewrites A and B, and by
  *                nothing else, so a torn void is told from a torn
- *                update (log_sb_decode_mirror); zero until then
+ *                update (log_sb_decode_mirror); zeroed by a format
  *   64 KiB       the circular region (LOG_REGION_OFF): packed segments,
  *                each 4 KiB aligned
  *

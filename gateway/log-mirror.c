@@ -51,10 +51,16 @@ do_io (struct mirror *m, const struct io *io)
   int r = 0;
 
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
-    r = fua ? mirror_fsync (m, io->p[i], io->len[i], io->off[i])
-            : dev_pwrite (m->dev, io->p[i], io->len[i], io->off[i]);
+    {
+      /* A superblock goes over the mirror's other copy than its newest. */
+      uint64_t off = io->sb ? (1 - m->sb_slot) * LOG_SB_SIZE : io->off[i];
+      r = fua ? mirror_fsync (m, io->p[i], io->len[i], off)
+              : dev_pwrite (m->dev, io->p[i], io->len[i], off);
+    }
   if (r == 0 && io->sync && !fua)
     r = mirror_fsync (m, NULL, 0, 0);
+  if (r == 0 && io->sb)
+    m->sb_slot = 1 - m->sb_slot;
   if (r == 0)
     m->plain = !io->sync && (m->plain || (io->n > 0 && !io->sync_only));
   m->last_fua = r == 0 && fua;
@@ -150,9 +156,22 @@ owe_void_locked (struct hhc_log *log, struct mirror *m)
   pthread_cond_broadcast (&log->writer_cv);
 }
 
+/* Healthy mirrors that hold the log for a restart (log->lock held): not
+ * one joining, whose superblock on disk is still void.
+ */
+static unsigned
+complete_locked (const struct hhc_log *log)
+{
+  unsigned n = 0;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    n += !log->m[i].failed && !log->m[i].joining;
+  return n;
+}
+
 /* Mark m failed (log->lock held): it is written no more.  While other
- * mirrors stay healthy they hold everything it did, and more: it is
- * owed a void at once.  The last mirror's log is the only copy that
+ * mirrors stay healthy and complete (not joining) they hold everything
+ * it did, and more: it is owed a void at once.  The last mirror's log is the only copy that
  * survives the loss of the SSD of what FLUSHes covered: it is owed a
  * void only once a FLUSH that fell back has written every dirty block
  * back (log_void_stale).  can_void false (a log that stops being
@@ -172,7 +191,7 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
    */
   pthread_cond_broadcast (&log->pipe_cv);
   pthread_cond_broadcast (&log->writer_cv);
-  if (log->healthy > 0)
+  if (complete_locked (log) > 0)
     owe_void_locked (log, m);
 }
 
@@ -337,7 +356,7 @@ write_sb_locked (struct hhc_log *log)
   log_sb_encode (&sb, buf);
   io.p[0] = buf;
   io.len[0] = LOG_SB_SIZE;
-  io.off[0] = (log->sb_gen & 1) * LOG_SB_SIZE;
+  io.off[0] = 0; /* do_io: over each mirror's older copy */
   return mirrors_io_locked (log, &io);
 }
 
@@ -351,7 +370,8 @@ write_sb (struct hhc_log *log)
 
 /* This run's log is complete on every mirror (log_rebase, log_discard):
  * a void mirror that joined gets its superblock, both copies (the void
- * one would win over one).
+ * one would win over one), and every mirror that joined (void or
+ * blank) now counts as holding the log.
  */
 int
 release_sb_hold (struct hhc_log *log)
@@ -360,25 +380,38 @@ release_sb_hold (struct hhc_log *log)
   bool any = false;
   int r;
 
+  hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     {
       any |= log->m[i].sb_hold;
       log->m[i].sb_hold = false;
     }
-  if (!any)
-    return 0;
-  r = write_sb_locked (log);
-  return r ? r : write_sb_locked (log);
+  hhc_unlock (&log->lock);
+  if (any && (r = write_sb_locked (log)) != 0)
+    return r;
+  if (any && (r = write_sb_locked (log)) != 0)
+    return r;
+  /* Now the mirrors that joined hold the log: a mirror that failed
+   * while only joining ones were left is owed its void
+   * (mark_failed_locked).
+   */
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].joining = false;
+  for (unsigned i = 0; i < log->nm; i++)
+    if (complete_locked (log) > 0)
+      owe_void_locked (log, &log->m[i]);
+  hhc_unlock (&log->lock);
+  return 0;
 }
 
 int
-log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, unsigned *unreadable,
-            int *err)
+log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, struct log_sb_read *rd)
 {
   HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (LOG_SB_AREA);
+  struct log_sb c;
 
-  *unreadable = 0;
-  *err = 0;
+  memset (rd, 0, sizeof *rd);
   if (buf == NULL)
     return ENOMEM;
   /* One read; if it fails, each part alone (a torn write may have left
@@ -391,35 +424,46 @@ log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, unsigned *unreadable,
                            i * LOG_SB_SIZE);
         if (r)
           {
-            *unreadable |= 1u << i;
-            *err = *err ? *err : r;
+            rd->unreadable |= 1u << i;
+            rd->err = rd->err ? rd->err : r;
           }
       }
-  return log_sb_decode_mirror (buf, *unreadable, sb);
+  for (unsigned i = 0; i < 2; i++)
+    if (!(rd->unreadable & (1u << i))
+        && log_sb_decode (buf + i * LOG_SB_SIZE, &c) == 0
+        && c.generation >= rd->max_gen)
+      {
+        rd->newest = i;
+        rd->max_gen = c.generation;
+      }
+  return log_sb_decode_mirror (buf, rd->unreadable, sb);
 }
 
-/* Part of m's superblock area was unreadable (bad: LOG_SB_* bits; err
- * the read's error), and the area decoded to r: say which and what
- * counts.
+/* Part of m's superblock area was unreadable (rd), and the area
+ * decoded to r: say which part and what counts.
  */
 static void
-warn_unreadable (struct hhc_log *log, struct mirror *m, unsigned bad, int err,
-                 int r)
+warn_unreadable (struct hhc_log *log, struct mirror *m,
+                 const struct log_sb_read *rd, int r)
 {
-  const char *what = r == ESTALE   ? "its void mark says it was voided"
-                     : r == ENOENT ? "the other is blank: a format was torn"
-                                   : "the other copy counts";
+  const char *what = r == ESTALE   ? "the mirror reads as voided"
+                     : r == ENOENT ? "the other copy is blank: a format was "
+                                     "torn"
+                     : r == 0      ? "the other copy counts"
+                                   : "and the other copy is not valid";
 
-  if (!(bad & LOG_SB_COPIES))
+  if (!(rd->unreadable & LOG_SB_COPIES))
     hhc_msg (log->msgfn, HHC_MSG_WARNING,
              "log %s: the void mark is unreadable (%s): a void was torn "
              "before it began; the superblock copies count",
-             m->dev->name, strerror (err));
+             m->dev->name, strerror (rd->err));
   else
     hhc_msg (log->msgfn, HHC_MSG_WARNING,
-             "log %s: a superblock copy is unreadable (%s), its write torn: "
-             "%s",
-             m->dev->name, strerror (err), what);
+             "log %s: superblock copy %c%s is unreadable (%s), its write "
+             "torn: %s",
+             m->dev->name, rd->unreadable & LOG_SB_COPY_A ? 'A' : 'B',
+             rd->unreadable & LOG_SB_MARK ? " (and the void mark)" : "",
+             strerror (rd->err), what);
 }
 
 /* Read a mirror's superblock: 0 (valid, into out), ENOENT (blank),
@@ -427,17 +471,21 @@ warn_unreadable (struct hhc_log *log, struct mirror *m, unsigned bad, int err,
  * logged), or the read's error (neither copy readable, logged).
  */
 int
-read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
+read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out,
+         uint64_t *max_gen)
 {
-  unsigned bad;
-  int err, r = log_dev_sb (m->dev, out, &bad, &err);
+  struct log_sb_read rd;
+  int r = log_dev_sb (m->dev, out, &rd);
 
+  /* With no valid copy, the first write goes over A. */
+  m->sb_slot = rd.max_gen ? rd.newest : 1;
+  *max_gen = rd.max_gen;
   if (r == EIO)
     {
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s: reading superblock: %s (both copies)", m->dev->name,
-               strerror (err));
-      return err;
+               strerror (rd.err));
+      return rd.err;
     }
   if (r == EILSEQ)
     {
@@ -446,8 +494,8 @@ read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *out)
                m->dev->name);
       return EINVAL;
     }
-  if (bad)
-    warn_unreadable (log, m, bad, err, r);
+  if (rd.unreadable)
+    warn_unreadable (log, m, &rd, r);
   return r;
 }
 

@@ -204,12 +204,19 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
                unsigned *nvoid)
 {
   struct log_sb sb;
+  uint64_t gen;
   int r;
 
+  log->sb_gen = 0;
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
-      r = read_sb (log, m, &sb);
+      r = read_sb (log, m, &sb, &gen);
+      /* A copy newer than the one that counts (on a mirror read as
+       * void: its join was cut short) still takes a generation: a void
+       * marks the newest one a mirror may hold.
+       */
+      log->sb_gen = HHC_MAX (log->sb_gen, gen);
       if (r == ESTALE)
         {
           hhc_msg (log->msgfn, HHC_MSG_INFO,
@@ -222,7 +229,10 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
         }
       if (r == ENOENT)
         {
-          m->blank = true;
+          /* It joins: it holds the log once log_rebase (or log_discard)
+           * has made it complete (release_sb_hold).
+           */
+          m->blank = m->joining = true;
           continue;
         }
       if (r || (r = check_sb_owner (log, m, &sb)) != 0)
@@ -250,7 +260,8 @@ open_blank (struct hhc_log *log, const uint8_t cache_uuid[16],
             uint64_t min_size)
 {
   for (unsigned i = 0; i < log->nm; i++)
-    log->m[i].sb_hold = false; /* formatted below, as blank ones */
+    log->m[i].sb_hold = log->m[i].joining = false; /* formatted below */
+  log->sb_gen = 0;
   log->region_size = min_size > LOG_REGION_OFF
                          ? (min_size - LOG_REGION_OFF) / LOG_ALIGN * LOG_ALIGN
                          : 0;
@@ -276,7 +287,7 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   log->region_size = good->region_size;
   log->hint_off = good->head_off;
   log->hint_seq = good->head_seq;
-  log->sb_gen = good->generation;
+  log->sb_gen = HHC_MAX (log->sb_gen, good->generation); /* open_read_sbs */
   switch (log_sb_check (good))
     {
     case LOG_SB_SOUND:
@@ -340,30 +351,28 @@ open_buffers (struct hhc_log *log, unsigned nbuffers)
 }
 
 /* Format: the superblock area cleared (an older log's void mark
- * included), a piece at a time, and the first segment position, so no
- * older log's data can be mistaken; then the superblock, both copies.
- * So a power cut tears at most one piece (log_sb_decode_mirror: a copy
- * unreadable next to a blank one is a format's, torn; blank).
+ * included) and the first segment position, so no older log's data
+ * can be mistaken; then the superblock, both copies.  Copy A with the
+ * mark, a sync, then copy B, a sync: a cut never finds both copies
+ * unsynced, so at most one is torn (log_sb_decode_mirror: a copy
+ * unreadable next to a blank or void one decides nothing).
  */
 static int
 open_format (struct hhc_log *log)
 {
   HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (LOG_SB_SIZE);
-  struct io sbs = { .n = 3 }, start = { .n = 1, .sync = true };
+  struct io a = { .n = 3, .sync = true }, b = { .n = 1, .sync = true };
   int r;
 
   if (zero == NULL)
     return ENOMEM;
-  for (unsigned i = 0; i < 3; i++)
-    {
-      sbs.p[i] = zero;
-      sbs.len[i] = LOG_SB_SIZE;
-      sbs.off[i] = i * LOG_SB_SIZE;
-    }
-  start.p[0] = zero;
-  start.len[0] = LOG_ALIGN;
-  start.off[0] = LOG_REGION_OFF;
-  if ((r = mirrors_io (log, &sbs)) != 0 || (r = mirrors_io (log, &start)) != 0
+  a.p[0] = a.p[1] = a.p[2] = b.p[0] = zero;
+  a.len[0] = a.len[1] = a.len[2] = b.len[0] = LOG_SB_SIZE;
+  a.off[0] = 0;
+  a.off[1] = LOG_VOID_OFF;
+  a.off[2] = LOG_REGION_OFF;
+  b.off[0] = LOG_SB_SIZE;
+  if ((r = mirrors_io (log, &a)) != 0 || (r = mirrors_io (log, &b)) != 0
       || (r = write_sb (log)) != 0 || (r = write_sb (log)) != 0
       || log->healthy < log->nm)
     {
@@ -467,12 +476,14 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
 {
   unsigned nvalid = 0, nvoid = 0, recorded = 0;
   struct log_sb sb;
+  uint64_t gen;
 
   log->sb_gen = 0;
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
-      int r = read_sb (log, m, &sb);
+      int r = read_sb (log, m, &sb, &gen);
+      log->sb_gen = HHC_MAX (log->sb_gen, gen);
       if (r == ENOENT)
         continue;
       if (r == 0)
@@ -493,7 +504,6 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
         {
           memcpy (log->uuid, sb.log_uuid, 16);
           memcpy (log->cache_uuid, sb.cache_uuid, 16);
-          log->sb_gen = HHC_MAX (log->sb_gen, sb.generation);
           nvalid++;
         }
     }

@@ -319,12 +319,18 @@ int log_inspect_chain (struct hhc_log *log, unsigned i,
 int log_inspect_segment (struct hhc_log *log, unsigned i, uint64_t off,
                          struct log_seg_desc *d);
 
+/* How a mirror's superblock area read (log_dev_sb). */
+struct log_sb_read {
+  unsigned unreadable; /* LOG_SB_* bits: parts that could not be read */
+  int err;             /* the first read error */
+  unsigned newest;     /* the copy (0: A, 1: B) of the newest valid one */
+  uint64_t max_gen;    /* its generation (0: no valid copy) */
+};
+
 /* Read the superblock area of dev and decode it as the log does
- * (log_sb_decode_mirror; ENOMEM too): the parts that could not be read
- * in *unreadable (LOG_SB_* bits), the first read error in *err.
+ * (log_sb_decode_mirror; ENOMEM too), what the read found in *rd.
  */
-int log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, unsigned *unreadable,
-                int *err);
+int log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, struct log_sb_read *rd);
 
 /* The superblock as the log holds it (what log_open read, and the
  * volume it adopted offline) and the mirror replay reads from.

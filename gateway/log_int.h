@@ -166,6 +166,18 @@ struct mirror {
    * then a copy of its void superblock wins, and it reads as blank).
    */
   bool sb_hold;
+  /* Its superblock on disk is still void (sb_hold, then until both of
+   * release_sb_hold's writes landed; log->lock): it does not yet hold
+   * the log for a restart, so another mirror's failure does not make
+   * that one owe a void at once (mark_failed_locked).
+   */
+  bool joining;
+  /* Which superblock copy (0: A, 1: B) holds its newest valid
+   * superblock: a superblock write goes over the other one, so that
+   * a torn write never leaves it without a readable valid copy, even
+   * when the mirrors' copies disagree (do_io; io_lock).
+   */
+  unsigned sb_slot;
   /* Pipelined barriers (log-pipeline.c; log->lock): the next segment
    * its lanes take, every segment below synced (durable) on it, a
    * segment given without FUA since the last one given a sync, and
@@ -357,9 +369,11 @@ void pipe_stop (struct hhc_log *log);
 
 /* Read a mirror's superblock: 0 (valid, into *sb), ENOENT (blank),
  * ESTALE (voided: the void superblock, into *sb), EINVAL (corrupt,
- * logged), or an I/O errno (logged).
+ * logged), or an I/O errno (logged).  Sets m->sb_slot; *max_gen: the
+ * highest generation of a valid copy on it, whatever won (0: none).
  */
-int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb);
+int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb,
+             uint64_t *max_gen);
 /* The superblock of this log as it is now (io_lock held, or no writer
  * yet).
  */

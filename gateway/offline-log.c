@@ -24,19 +24,37 @@ static int
 log_dev_blank (struct hhc_dev *dev, bool *blank)
 {
   struct log_sb sb;
-  unsigned bad;
-  int err, r;
+  struct log_sb_read rd;
+  int r;
 
   if (dev->size < LOG_SB_AREA)
     {
       *blank = true;
       return 0;
     }
-  r = log_dev_sb (dev, &sb, &bad, &err);
+  r = log_dev_sb (dev, &sb, &rd);
   if (r == EIO || r == ENOMEM)
-    return r == EIO ? err : r;
+    return r == EIO ? rd.err : r;
   *blank = r == ENOENT || r == ESTALE;
   return 0;
+}
+
+int
+offline_log_blank (struct hhc_dev *dev)
+{
+  HHC_CLEANUP_FREE void *z = hhc_alloc_aligned (LOG_SB_SIZE);
+  int r;
+
+  if (z == NULL)
+    return ENOMEM;
+  if (dev->size < LOG_SB_AREA)
+    return offline_blank (dev, dev->size);
+  if ((r = dev_pwrite (dev, z, LOG_SB_SIZE, 0)) != 0
+      || (r = dev_pwrite (dev, z, LOG_SB_SIZE, LOG_VOID_OFF)) != 0
+      || (r = dev_sync (dev)) != 0
+      || (r = dev_pwrite (dev, z, LOG_SB_SIZE, LOG_SB_SIZE)) != 0)
+    return r;
+  return dev_sync (dev);
 }
 
 int

@@ -14,7 +14,8 @@
  *                            and superblock decoded by the codec,
  *                            log-format.h), count or run a replay
  *
- * Nothing here writes to a device but offline_blank and the replay
+ * Nothing here writes to a device but offline_blank, offline_log_blank
+ * and the replay
  * callback the caller gives; a device opened read-only fails every
  * write with EROFS.  Errors are returned as errno values; the core's
  * own messages go through the hhc_msg_fn the caller gives.
@@ -39,7 +40,6 @@ struct hhc_log;
  * formats it.
  */
 #define OFFLINE_CACHE_HEAD CACHE_PAGE /* the superblock */
-#define OFFLINE_LOG_HEAD 8192         /* both log superblocks */
 
 /* Open a file, block device or NBD URI read-only (check); *busy: a
  * running gateway has it (it is read anyway).
@@ -58,6 +58,12 @@ int offline_write (struct hhc_dev *dev, const void *buf, size_t len,
 int offline_sync (struct hhc_dev *dev);
 /* Zero the first len bytes (at most the device's size) and sync. */
 int offline_blank (struct hhc_dev *dev, size_t len);
+/* Make a log mirror blank: its superblock copies and void mark zeroed,
+ * copy A and the mark first, a sync, then copy B, a sync, so that a
+ * power cut tears at most one copy and leaves the other whole (the log
+ * as it was, or blank: never a torn mix that reads as neither).
+ */
+int offline_log_blank (struct hhc_dev *dev);
 /* Close (NULL: nothing). */
 void offline_close (struct hhc_dev *dev);
 

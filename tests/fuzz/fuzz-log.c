@@ -267,6 +267,21 @@ run_and_check (struct hhc_log *log, struct hhc_dev **devs, unsigned ndevs,
     free (run.blocks[k]);
 }
 
+/* FUZZ_LOG_MARK: the void mark of copy A's log, its generation near
+ * copy A's (fuzz.h).
+ */
+static void
+put_mark (struct hhc_dev *d, unsigned k)
+{
+  struct log_sb a;
+  unsigned char mark[LOG_SB_SIZE];
+
+  log_sb_decode (fuzzdev_mem (d), &a); /* the fields, whatever the crc */
+  log_sb_encode_void (a.log_uuid, a.cache_uuid, a.generation + (k & 3) - 1,
+                      mark);
+  fuzzdev_load (d, LOG_VOID_OFF, mark, sizeof mark);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -299,6 +314,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   devs[0] = fuzzdev_new (devsize, "fuzz-log-a");
   fuzzdev_load (devs[0], 0, data, sbpart);
   fuzzdev_load (devs[0], LOG_REGION_OFF, data + sbpart, regpart);
+  if (flags & FUZZ_LOG_MARK)
+    put_mark (devs[0], cut / 4096);
   fuzzdev_wrote (devs[0], fuzz_fix_log (fuzzdev_mem (devs[0]), devsize, flags));
   if (flags & FUZZ_LOG_MIRROR2)
     {
@@ -308,6 +325,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                     HHC_MIN (fuzzdev_used (devs[0]), LOG_REGION_OFF + cut));
       ndevs = 2;
     }
+  /* A torn superblock write left one part of it unreadable. */
+  if (flags & FUZZ_LOG_TORN)
+    fuzzdev_set_bad (devs[0], (cut / 4096 >> 2) % 3 * LOG_SB_SIZE, LOG_SB_SIZE);
 
   /* As the filter: the volume is given (here: the one the log names;
    * a log of another volume is refused before anything else is read).

@@ -11,7 +11,10 @@
  * Input of fuzz-log (an HDD log mirror):
  *   byte 0     flags (FUZZ_LOG_*)
  *   byte 1     cut: a second mirror holds the region only up to
- *              cut * 4 KiB (FUZZ_LOG_MIRROR2)
+ *              cut * 4 KiB (FUZZ_LOG_MIRROR2); its low bits also say
+ *              the void mark's generation (FUZZ_LOG_MARK) and which
+ *              part of the superblock area is unreadable
+ *              (FUZZ_LOG_TORN)
  *   byte 2..   superblocks A and B (8 KiB), then the circular region
  *              from its start (device offset LOG_REGION_OFF): the
  *              56 KiB of nothing between them are not in the input
@@ -46,6 +49,14 @@
 #define FUZZ_LOG_MIRROR2 4u              /* a second, cut-off mirror */
 #define FUZZ_LOG_FILTER 8u               /* open as the filter does */
 #define FUZZ_LOG_START 16u               /* then run: rebase, write */
+/* A void mark at LOG_VOID_OFF, of copy A's UUIDs, its generation copy
+ * A's + (cut & 3) - 1 (below, equal, above it).
+ */
+#define FUZZ_LOG_MARK 32u
+/* One part of the superblock area unreadable (until a write covers
+ * it): (cut >> 2) % 3 picks copy A, copy B or the void mark.
+ */
+#define FUZZ_LOG_TORN 64u
 
 /* A device in memory: size bytes, zero but for what is loaded.  Its
  * memory is reused by the next one: fuzzdev_free zeroes what was
@@ -62,6 +73,10 @@ unsigned char *fuzzdev_mem (struct hhc_dev *d);
 void fuzzdev_wrote (struct hhc_dev *d, uint64_t end);
 /* Bytes from the start that may not be zero (the rest are). */
 uint64_t fuzzdev_used (struct hhc_dev *d);
+/* Reads touching [off, +len) fail with EIO until a write touches it
+ * (0: none).
+ */
+void fuzzdev_set_bad (struct hhc_dev *d, uint64_t off, uint64_t len);
 /* Free the device (its memory is kept for the next one). */
 void fuzzdev_free (struct hhc_dev *d);
 

@@ -43,9 +43,27 @@
 struct fuzzdev {
   struct hhc_dev dev;
   unsigned char *mem;
-  uint64_t cap;  /* bytes of mem */
-  uint64_t used; /* bytes from 0 that may be non-zero (atomic) */
+  uint64_t cap;              /* bytes of mem */
+  uint64_t used;             /* bytes from 0 that may be non-zero (atomic) */
+  uint64_t bad_off, bad_len; /* unreadable (atomic: 0 length, none) */
 };
+
+static bool
+touches_bad (struct fuzzdev *f, uint64_t off, uint64_t len)
+{
+  uint64_t bl = __atomic_load_n (&f->bad_len, __ATOMIC_ACQUIRE);
+
+  return bl && off < f->bad_off + bl && f->bad_off < off + len;
+}
+
+void
+fuzzdev_set_bad (struct hhc_dev *d, uint64_t off, uint64_t len)
+{
+  struct fuzzdev *f = (struct fuzzdev *)d;
+
+  f->bad_off = off;
+  __atomic_store_n (&f->bad_len, len, __ATOMIC_RELEASE);
+}
 
 /* Bytes up to end may be non-zero now. */
 static void
@@ -64,7 +82,7 @@ fd_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
 {
   struct fuzzdev *f = (struct fuzzdev *)d;
 
-  if (off > d->size || len > d->size - off)
+  if (off > d->size || len > d->size - off || touches_bad (f, off, len))
     return EIO;
   memcpy (buf, f->mem + off, len);
   return 0;
@@ -79,6 +97,8 @@ fd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
     return EIO;
   memcpy (f->mem + off, buf, len);
   mark_used (f, off + len);
+  if (touches_bad (f, off, len))
+    __atomic_store_n (&f->bad_len, 0, __ATOMIC_RELEASE); /* healed */
   return 0;
 }
 
@@ -266,8 +286,9 @@ fuzz_log_sb (const unsigned char *img, size_t len, struct log_sb *sb)
   return len >= LOG_SB_AREA && log_sb_decode_mirror (img, 0, sb) == 0;
 }
 
-/* The superblock copies that have the log's magic (valid or not) get
- * their checksum, whatever else they hold.
+/* The superblock copies and the void mark that have the log's magic
+ * (valid or not) or the void magic get their checksum, whatever else
+ * they hold.
  */
 static size_t
 fix_log_sbs (unsigned char *img, size_t len)
@@ -275,12 +296,14 @@ fix_log_sbs (unsigned char *img, size_t len)
   struct log_sb sb;
   size_t end = 0;
 
-  for (int c = 0; c < 2; c++)
+  for (int c = 0; c < 3; c++)
     {
       unsigned char *p = img + (size_t)c * LOG_SB_SIZE;
       int r = (size_t)(c + 1) * LOG_SB_SIZE <= len ? log_sb_decode (p, &sb)
                                                    : ENOENT;
-      if (r == 0 || r == EILSEQ)
+      if (r == 0 || r == EILSEQ || r == ESTALE
+          || (r == ENOENT && (size_t)(c + 1) * LOG_SB_SIZE <= len
+              && memcmp (p, LOG_VOID_MAGIC, 8) == 0))
         {
           log_sb_seal (p);
           end = (size_t)(c + 1) * LOG_SB_SIZE;

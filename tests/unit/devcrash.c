@@ -36,10 +36,9 @@ struct crash_dev {
   unsigned char *current;
   struct pending_vec pending;
   bool dead;
-  uint64_t lost_off; /* the newest write the last crash dropped */
-  size_t lost_len;   /* 0: none */
-  uint64_t bad_off;  /* unreadable bytes (crashdev_set_bad) */
-  size_t bad_len;
+  uint64_t lost_off;       /* the newest write the last crash dropped */
+  size_t lost_len;         /* 0: none */
+  struct crashdev_bad bad; /* unreadable bytes (crashdev_set_bad) */
 };
 
 static struct crash_dev *
@@ -54,30 +53,40 @@ crash_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  if (off + len > d->size
-      || (c->bad_len && off < c->bad_off + c->bad_len
-          && c->bad_off < off + len))
+  if (off + len > d->size)
     return EIO;
+  for (unsigned i = 0; i < c->bad.n; i++)
+    if (off < c->bad.off[i] + c->bad.len[i] && c->bad.off[i] < off + len)
+      return EIO;
   memcpy (buf, c->current + off, len);
   return 0;
 }
 
 /* A write over unreadable bytes makes the ones it covers readable (a
- * disk remaps a sector it writes); the range keeps its larger rest.
+ * disk remaps a sector it writes); each range keeps its larger rest.
  */
 static void
 heal (struct crash_dev *c, uint64_t off, size_t len)
 {
-  uint64_t b0 = c->bad_off, b1 = c->bad_off + c->bad_len;
+  unsigned k = 0;
 
-  if (c->bad_len == 0 || off >= b1 || off + len <= b0)
-    return;
-  if (off > b0 && (off - b0 >= b1 - HHC_MIN (b1, off + len)))
-    b1 = off; /* the part before the write is the larger */
-  else
-    b0 = HHC_MIN (b1, off + len);
-  c->bad_off = b0;
-  c->bad_len = b1 - b0;
+  for (unsigned i = 0; i < c->bad.n; i++)
+    {
+      uint64_t b0 = c->bad.off[i], b1 = b0 + c->bad.len[i];
+      if (off < b1 && off + len > b0)
+        {
+          if (off > b0 && (off - b0 >= b1 - HHC_MIN (b1, off + len)))
+            b1 = off; /* the part before the write is the larger */
+          else
+            b0 = HHC_MIN (b1, off + len);
+        }
+      if (b1 > b0)
+        {
+          c->bad.off[k] = b0;
+          c->bad.len[k++] = b1 - b0;
+        }
+    }
+  c->bad.n = k;
 }
 
 static int
@@ -242,8 +251,8 @@ crashdev_get_bad (struct hhc_dev *d, uint64_t *off, size_t *len)
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  *off = c->bad_off;
-  *len = c->bad_len;
+  *off = c->bad.n ? c->bad.off[c->bad.n - 1] : 0;
+  *len = c->bad.n ? c->bad.len[c->bad.n - 1] : 0;
 }
 
 void
@@ -252,8 +261,47 @@ crashdev_set_bad (struct hhc_dev *d, uint64_t off, size_t len)
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  c->bad_off = off;
-  c->bad_len = len;
+  c->bad.n = len > 0;
+  c->bad.off[0] = off;
+  c->bad.len[0] = len;
+}
+
+void
+crashdev_add_bad (struct hhc_dev *d, uint64_t off, size_t len)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  if (len == 0)
+    return;
+  if (c->bad.n == CRASHDEV_BAD_MAX)
+    {
+      memmove (c->bad.off, c->bad.off + 1,
+               sizeof c->bad.off[0] * (c->bad.n - 1));
+      memmove (c->bad.len, c->bad.len + 1,
+               sizeof c->bad.len[0] * (c->bad.n - 1));
+      c->bad.n--;
+    }
+  c->bad.off[c->bad.n] = off;
+  c->bad.len[c->bad.n++] = len;
+}
+
+void
+crashdev_get_bads (struct hhc_dev *d, struct crashdev_bad *b)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  *b = c->bad;
+}
+
+void
+crashdev_set_bads (struct hhc_dev *d, const struct crashdev_bad *b)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  c->bad = *b;
 }
 
 void

@@ -30,14 +30,26 @@ void crashdev_restart (struct hhc_dev *dev);
  * it dropped none.
  */
 bool crashdev_last_lost (struct hhc_dev *dev, uint64_t *off, size_t *len);
-/* Make len bytes from off unreadable (reads that touch them fail with
- * EIO; 0: none), as a write torn by a power cut can leave a disk's
- * sectors: a later write heals what it covers (one in the middle: the
- * smaller rest too; one range a device).  Kept across crashes and
- * restarts.
+/* Unreadable bytes, as writes torn by power cuts can leave a disk's
+ * sectors: reads that touch them fail with EIO; a later write heals
+ * what it covers (one in the middle: the smaller rest too).  Up to
+ * CRASHDEV_BAD_MAX ranges a device (adding one more drops the oldest);
+ * kept across crashes and restarts.
  */
+#define CRASHDEV_BAD_MAX 4
+struct crashdev_bad {
+  unsigned n;
+  uint64_t off[CRASHDEV_BAD_MAX];
+  size_t len[CRASHDEV_BAD_MAX];
+};
+/* Only len bytes from off (0: none). */
 void crashdev_set_bad (struct hhc_dev *dev, uint64_t off, size_t len);
+/* The newest range (len 0: none). */
 void crashdev_get_bad (struct hhc_dev *dev, uint64_t *off, size_t *len);
+/* One more range (len 0: nothing). */
+void crashdev_add_bad (struct hhc_dev *dev, uint64_t off, size_t len);
+void crashdev_get_bads (struct hhc_dev *dev, struct crashdev_bad *b);
+void crashdev_set_bads (struct hhc_dev *dev, const struct crashdev_bad *b);
 /* Free the device.  Its close() is a no-op, so that it outlives the
  * volumes opened on it: the test frees it with this.
  */

@@ -222,25 +222,33 @@ quiet_env_init (struct env *e, unsigned nlogs)
   e->conf.idle_ms = 0;
 }
 
-/* One mirror, the SSD and the mirror on one power supply, no write-back
- * but the FLUSHes'.
+/* nlogs mirrors, the SSD, the mirrors and the backend on one power
+ * supply, no write-back but the FLUSHes'.
  */
 void
-pw_env_init (struct env *e, struct power *pw)
+pw_env_init (struct env *e, struct power *pw, unsigned nlogs)
 {
-  quiet_env_init (e, 1);
+  struct hhc_dev *cd[MAX_DEVS];
+
+  quiet_env_init (e, nlogs);
   power_init (pw, e->mb);
   e->be.pw = pw;
-  to_pdev (e->logs[0].pd)->pw = pw;
   to_pdev (e->ssd.pd)->pw = pw;
-  power_set_devs (pw, (struct hhc_dev *[]){ e->ssd.cd, e->logs[0].cd }, 2);
+  cd[0] = e->ssd.cd;
+  for (unsigned i = 0; i < nlogs; i++)
+    {
+      to_pdev (e->logs[i].pd)->pw = pw;
+      cd[1 + i] = e->logs[i].cd;
+    }
+  power_set_devs (pw, cd, 1 + nlogs);
 }
 
 void
 pw_env_free (struct env *e, struct power *pw)
 {
   e->be.pw = NULL;
-  to_pdev (e->logs[0].pd)->pw = NULL;
+  for (unsigned i = 0; i < e->nlogs; i++)
+    to_pdev (e->logs[i].pd)->pw = NULL;
   to_pdev (e->ssd.pd)->pw = NULL;
   env_free (e);
   power_destroy (pw);

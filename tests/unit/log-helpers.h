@@ -103,11 +103,10 @@ struct power {
    */
   bool torn_tails;
   uint64_t bad_off[MAX_DEVS];
-  size_t bad_len[MAX_DEVS];   /* 0: none */
-  uint64_t was_off[MAX_DEVS]; /* each device's unreadable bytes at the cut */
-  size_t was_len[MAX_DEVS];   /* (one range a device: the newest wins) */
-  uint64_t torn;              /* cuts that left one, since power_init */
-  uint64_t torn_sb;           /* of them, in the superblock area */
+  size_t bad_len[MAX_DEVS];          /* 0: none */
+  struct crashdev_bad was[MAX_DEVS]; /* unreadable at the cut */
+  uint64_t torn;                     /* cuts that left one, since power_init */
+  uint64_t torn_sb;                  /* of them, in the superblock area */
 };
 
 void power_init (struct power *pw, struct membackend *mb);
@@ -148,12 +147,17 @@ struct pdev {
   struct meet *meet;  /* atomic: the next log-region read waits there */
   struct hhc_dev *inner;
   struct power *pw;
-  uint64_t writes;           /* atomic */
-  uint64_t region_reads;     /* atomic: reads past LOG_REGION_OFF */
-  uint64_t fail_after;       /* atomic: writes that succeed before it fails */
-  bool once;                 /* atomic: that write fails alone */
-  bool failing;              /* atomic: every call fails with EIO */
-  bool failed_once;          /* atomic: a write has failed */
+  uint64_t writes;       /* atomic */
+  uint64_t region_reads; /* atomic: reads past LOG_REGION_OFF */
+  uint64_t fail_after;   /* atomic: writes that succeed before it fails */
+  bool once;             /* atomic: that write fails alone */
+  bool failing;          /* atomic: every call fails with EIO */
+  bool failed_once;      /* atomic: a write has failed */
+  /* The offsets of the first 8 writes below LOG_REGION_OFF
+   * (a log's superblock area), in order: nsb counts them all (atomic).
+   */
+  uint64_t sb_writes[8];
+  unsigned nsb;
   uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
   unsigned sync_delay_us;
 };
@@ -244,10 +248,10 @@ struct hhc_counts counts (struct env *e);
  * idle write-back).
  */
 void quiet_env_init (struct env *e, unsigned nlogs);
-/* quiet_env_init with one mirror, the SSD, the mirror and the backend
- * on the power switch pw; pw_env_free undoes both.
+/* quiet_env_init with nlogs mirrors, the SSD, the mirrors and the
+ * backend on the power switch pw; pw_env_free undoes both.
  */
-void pw_env_init (struct env *e, struct power *pw);
+void pw_env_init (struct env *e, struct power *pw, unsigned nlogs);
 void pw_env_free (struct env *e, struct power *pw);
 
 #endif /* HHC_TEST_LOG_HELPERS_H */

@@ -96,7 +96,7 @@ power_cut (struct power *pw)
           /* The images are the disk's bytes, read past its unreadable
            * ones (kept for the restore, and for the volume going on).
            */
-          crashdev_get_bad (d, &pw->was_off[i], &pw->was_len[i]);
+          crashdev_get_bads (d, &pw->was[i]);
           crashdev_set_bad (d, 0, 0);
           free (pw->img[i]);
           pw->img[i] = malloc (d->size);
@@ -111,7 +111,7 @@ power_cut (struct power *pw)
           crashdev_restart (d);
           if (dev_pwrite (d, cur, d->size, 0) != 0)
             abort ();
-          crashdev_set_bad (d, pw->was_off[i], pw->was_len[i]);
+          crashdev_set_bads (d, &pw->was[i]);
           free (cur);
         }
       free (pw->be_img);
@@ -164,15 +164,13 @@ power_restore (struct power *pw)
     {
       struct hhc_dev *d = pw->cd[i];
       /* The bytes unreadable at the cut stay so (putting the image back
-       * is no write of the disk's); this cut's torn tail replaces them.
+       * is no write of the disk's), and this cut's torn tail joins them.
        */
       crashdev_restart (d);
       T_ASSERT ((dev_pwrite (d, pw->img[i], d->size, 0)) == 0);
       T_ASSERT ((dev_sync (d)) == 0);
-      if (pw->bad_len[i])
-        crashdev_set_bad (d, pw->bad_off[i], pw->bad_len[i]);
-      else
-        crashdev_set_bad (d, pw->was_off[i], pw->was_len[i]);
+      crashdev_set_bads (d, &pw->was[i]);
+      crashdev_add_bad (d, pw->bad_off[i], pw->bad_len[i]);
       pw->bad_len[i] = 0;
     }
   membackend_poke (pw->mb, pw->be_img, membackend_size (pw->mb), 0);
@@ -315,6 +313,17 @@ pd_write_fails (struct pdev *p)
   return false;
 }
 
+/* Record a write to the superblock area (pdev's sb_writes). */
+static void
+pd_note_sb (struct pdev *p, uint64_t off)
+{
+  if (off >= LOG_REGION_OFF)
+    return;
+  unsigned i = __atomic_fetch_add (&p->nsb, 1, __ATOMIC_ACQ_REL);
+  if (i < sizeof p->sb_writes / sizeof p->sb_writes[0])
+    p->sb_writes[i] = off;
+}
+
 static int
 pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 {
@@ -323,6 +332,7 @@ pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 
   if (pd_write_fails (p))
     return EIO;
+  pd_note_sb (p, off);
   power_enter (p->pw, 1, p);
   r = dev_pwrite (p->inner, buf, len, off);
   power_leave (p->pw);
@@ -366,6 +376,7 @@ pd_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 
   if (pd_write_fails (p))
     return EIO;
+  pd_note_sb (p, off);
   pd_delay (p);
   power_enter (p->pw, 2, p);
   r = dev_pwrite_fua (p->inner, buf, len, off);

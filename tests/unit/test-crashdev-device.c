@@ -193,7 +193,7 @@ test_crash_seeded (void **state)
 /* Unreadable bytes (a torn write on an HDD): reads touching them
  * fail, a write heals what it covers (the larger rest stays), and
  * they outlast a crash and a restart; the newest dropped write is
- * recorded.
+ * recorded; several ranges heal apart, and a fifth drops the oldest.
  */
 static void
 test_unreadable (void **state)
@@ -236,6 +236,23 @@ test_unreadable (void **state)
   crashdev_get_bad (d, &off, &len);
   assert_int_equal (len, 0);
   assert_int_equal (dev_pread (d, buf, 4096, 12288), 0);
+  /* Several ranges: each heals alone; a fifth drops the oldest. */
+  struct crashdev_bad b;
+  crashdev_set_bad (d, 0, 4096);
+  crashdev_add_bad (d, 8192, 4096);
+  assert_int_equal (dev_pread (d, buf, 512, 0), EIO);
+  assert_int_equal (dev_pread (d, buf, 512, 8192), EIO);
+  assert_int_equal (dev_pwrite (d, buf, 4096, 0), 0);
+  assert_int_equal (dev_pread (d, buf, 512, 0), 0);
+  assert_int_equal (dev_pread (d, buf, 512, 8192), EIO);
+  crashdev_get_bads (d, &b);
+  assert_int_equal (b.n, 1);
+  for (unsigned i = 0; i < CRASHDEV_BAD_MAX; i++)
+    crashdev_add_bad (d, 16384 + 4096 * i, 512);
+  crashdev_get_bads (d, &b);
+  assert_int_equal (b.n, CRASHDEV_BAD_MAX);
+  assert_int_equal (b.off[0], 16384);
+  assert_int_equal (dev_pread (d, buf, 512, 8192), 0); /* dropped */
   crashdev_destroy (d);
 }
 

@@ -216,7 +216,7 @@ test_wal_mirror_lost (void **state)
   struct env e;
   struct power pw;
 
-  pw_env_init (&e, &pw);
+  pw_env_init (&e, &pw, 1);
   e.conf.wal = true;
   env_open (&e);
   env_write (&e, 3, 41, false);
@@ -252,7 +252,7 @@ heal_variant (bool flush_after)
   struct env e;
   struct power pw;
 
-  pw_env_init (&e, &pw);
+  pw_env_init (&e, &pw, 1);
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_flush (&e); /* 41 under a barrier in the log */
@@ -304,7 +304,7 @@ test_last_mirror_kept (void **state)
   struct env e;
   struct power pw;
 
-  pw_env_init (&e, &pw);
+  pw_env_init (&e, &pw, 1);
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_flush (&e); /* 41 durable in the log only */

@@ -20,6 +20,18 @@
  *                  old void mark; a torn superblock update on it later
  *                  still reads as the log, and replays everything when
  *                  it is the last copy.
+ *   disagree       two mirrors, the newer copy of one unreadable (a
+ *                  cut tore it there, the other mirror synced it): the
+ *                  next superblock write to that mirror goes over the
+ *                  unreadable copy, not its only readable one (a second
+ *                  torn write would have left it none: found by
+ *                  review).
+ *   join_then_fail a voided mirror joins at start and the other mirror
+ *                  fails during the start-up re-log: the failed one is
+ *                  not voided until the joining one holds the log, so a
+ *                  cut in that void and the SSD's loss still replay
+ *                  every block (found by review: both mirrors read
+ *                  void).
  */
 #include <config.h>
 
@@ -47,28 +59,73 @@ newer_copy (struct hhc_dev *cd)
 static int
 sb_state (struct hhc_dev *cd, struct log_sb *sb)
 {
-  unsigned bad;
-  int err;
+  struct log_sb_read rd;
 
-  return log_dev_sb (cd, sb, &bad, &err);
+  return log_dev_sb (cd, sb, &rd);
 }
 
 /* ---- a torn update ---- */
 
+/* Replace mirror i by a blank device (it is lost). */
 static void
-write_eight (struct env *e)
+lose_mirror (struct env *e, unsigned i)
+{
+  tdev_free (&e->logs[i]);
+  tdev_new (&e->logs[i], LOG_REGION_OFF + 1024 * KiB, NULL, log_names[i]);
+  e->pre.logs[i] = e->logs[i].pd;
+}
+
+/* The backend holds version 10 + l of blocks 0 .. n-1. */
+static void
+check_backend (struct env *e, uint64_t n, const char *what)
+{
+  for (uint64_t l = 0; l < n; l++)
+    if (!backend_has (e, l, 10 + l))
+      fail_msg ("%s: block %llu holds version %lld, not %llu", what,
+                (unsigned long long)l, (long long)backend_version (e, l),
+                (unsigned long long)(10 + l));
+}
+
+/* Open a new log, write versions 10 + l of blocks 0..7 and FLUSH,
+ * with the backend refusing writes (so they are only in the cache and
+ * the log); left open.
+ */
+static void
+open_write_eight (struct env *e)
 {
   env_open (e);
   /* A format writes both copies (a copy unreadable next to a blank one
    * is then a format's torn first write: log_sb_decode_mirror).
    */
   (void)newer_copy (e->logs[0].cd);
-  membackend_fail_all (e->mb, MB_OP_WRITE, true); /* only in the log */
+  membackend_fail_all (e->mb, MB_OP_WRITE, true);
   for (uint64_t l = 0; l < 8; l++)
     env_write (e, l, 10 + l, false);
   env_flush (e);
+}
+
+static void
+write_eight (struct env *e)
+{
+  open_write_eight (e);
   env_close (e);
   membackend_fail_all (e->mb, MB_OP_WRITE, false);
+}
+
+/* Then mirror 1 fails once (on block 8's segment) and is voided, at
+ * once or at the latest by the close.
+ */
+static void
+void_mirror1 (struct env *e)
+{
+  struct log_sb sb;
+
+  pdev_fail_once (e->logs[1].pd, 0);
+  env_write (e, 8, 18, false);
+  env_flush (e);
+  assert_int_equal (counts (e).log_mirrors_failed, 1);
+  env_close (e);
+  assert_int_equal (sb_state (e->logs[1].cd, &sb), ESTALE);
 }
 
 static void
@@ -125,7 +182,7 @@ torn_void (unsigned torn)
   struct power pw;
   struct log_sb sb;
 
-  pw_env_init (&e, &pw);
+  pw_env_init (&e, &pw, 1);
   env_open (&e);
   env_write (&e, 3, 41, false);
   env_flush (&e); /* 41 under a barrier in the log */
@@ -188,17 +245,8 @@ test_rejoined_torn (void **state)
   struct log_sb sb, mark;
 
   quiet_env_init (&e, 2);
-  env_open (&e);
-  membackend_fail_all (e.mb, MB_OP_WRITE, true); /* only in the log */
-  for (uint64_t l = 0; l < 8; l++)
-    env_write (&e, l, 10 + l, false);
-  env_flush (&e);
-  /* Mirror 1 fails once: voided (at once, or at the latest by the close). */
-  pdev_fail_once (e.logs[1].pd, 0);
-  env_write (&e, 8, 18, false);
-  env_flush (&e);
-  assert_int_equal (counts (&e).log_mirrors_failed, 1);
-  env_close (&e);
+  open_write_eight (&e);
+  void_mirror1 (&e);
   struct hhc_dev *cd = e.logs[1].cd;
   assert_int_equal (sb_state (cd, &mark), ESTALE);
 
@@ -218,19 +266,91 @@ test_rejoined_torn (void **state)
    */
   crashdev_set_bad (cd, newer_copy (cd) * LOG_SB_SIZE, LOG_SB_SIZE);
   assert_int_equal (sb_state (cd, &sb), 0);
-  tdev_free (&e.logs[0]);
-  tdev_new (&e.logs[0], LOG_REGION_OFF + 1024 * KiB, NULL, log_names[0]);
-  e.pre.logs[0] = e.logs[0].pd;
+  lose_mirror (&e, 0);
   env_new_ssd (&e);
   membackend_fail_all (e.mb, MB_OP_WRITE, false);
   env_open (&e);
-  for (uint64_t l = 0; l < 10; l++)
-    if (!backend_has (&e, l, 10 + l))
-      fail_msg ("block %llu holds version %lld after the replay, not %llu",
-                (unsigned long long)l, (long long)backend_version (&e, l),
-                (unsigned long long)(10 + l));
+  check_backend (&e, 10, "after the replay from the rejoined mirror");
   env_close (&e);
   env_free (&e);
+  (void)state;
+}
+
+/* ---- mirrors whose copies disagree ---- */
+
+static void
+test_disagree (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  open_write_eight (&e);
+  env_close (&e);
+  struct hhc_dev *cd = e.logs[1].cd;
+  unsigned torn = newer_copy (cd);
+  crashdev_set_bad (cd, torn * LOG_SB_SIZE, LOG_SB_SIZE);
+  struct pdev *p = to_pdev (e.logs[1].pd);
+  __atomic_store_n (&p->nsb, 0, __ATOMIC_RELEASE);
+  env_open (&e);
+  env_write (&e, 8, 18, false);
+  env_flush (&e);
+  env_close (&e);
+  assert_true (__atomic_load_n (&p->nsb, __ATOMIC_ACQUIRE) > 0);
+  if (p->sb_writes[0] != torn * LOG_SB_SIZE)
+    fail_msg ("the first superblock write to the mirror went to offset %llu, "
+              "over its only readable copy, not over the torn one at %u",
+              (unsigned long long)p->sb_writes[0], torn * LOG_SB_SIZE);
+  /* Mirror 0 and the SSD lost: mirror 1 replays everything. */
+  lose_mirror (&e, 0);
+  env_new_ssd (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_open (&e);
+  check_backend (&e, 9, "replayed from mirror 1");
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
+/* ---- a mirror that fails while the other one joins ---- */
+
+static void
+test_join_then_fail (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  pw_env_init (&e, &pw, 2);
+  open_write_eight (&e);
+  void_mirror1 (&e);
+
+  /* Mirror 1 joins; mirror 0 fails on its fourth write (in the
+   * start-up re-log: an earlier one is the start's superblock, which
+   * only it takes, and the start fails), and the power fails in the
+   * first calls to it after that: its void, if it is owed one before
+   * mirror 1 holds the log.
+   */
+  pdev_fail_once (e.logs[0].pd, 3);
+  power_arm_after_fault (&pw, 3, 7, false, e.logs[0].pd);
+  /* Slow syncs on mirror 1: the writer, idle after the re-log's
+   * barrier, would have time to void mirror 0 before mirror 1's
+   * superblocks land, if it were owed a void then.
+   */
+  to_pdev (e.logs[1].pd)->sync_delay_us = 200000;
+  env_open (&e);
+  to_pdev (e.logs[1].pd)->sync_delay_us = 0;
+  env_write (&e, 9, 19, false);
+  env_flush (&e);
+  env_close (&e);
+  if (power_crashed (&pw))
+    power_restore (&pw);
+  else
+    power_arm (&pw, 0, false, 0, false);
+  env_new_ssd (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  env_open (&e);
+  check_backend (&e, 9, "after the cut and the SSD's loss");
+  env_close (&e);
+  pw_env_free (&e, &pw);
   (void)state;
 }
 
@@ -238,9 +358,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_torn_update),
-    cmocka_unit_test (test_torn_void),
-    cmocka_unit_test (test_rejoined_torn),
+    cmocka_unit_test (test_torn_update),    cmocka_unit_test (test_torn_void),
+    cmocka_unit_test (test_rejoined_torn),  cmocka_unit_test (test_disagree),
+    cmocka_unit_test (test_join_then_fail),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);
