@@ -3,16 +3,28 @@
  * only: requests are serialised, and every write costs a read and two
  * writes.
  *
- *   nbdkit powercut.so file=IMAGE journal=JOURNAL [lie=true]
+ *   nbdkit powercut.so file=IMAGE journal=JOURNAL [lie=true] [bad=FILE]
+ *                      [fua=false]
  *
  * lie=true makes FLUSH a no-op that keeps the journal: a disk that
  * acknowledges flushes it does not do, for checking that the campaign
  * notices lost data.
+ *
+ * bad=FILE: "OFFSET LENGTH" (powercut-apply's BAD-FILE), bytes that a
+ * torn write left unreadable: a read that touches them fails with EIO
+ * until a write covers them (what it covers is healed, and FILE
+ * rewritten at once, since the server is killed, not stopped).  A
+ * missing or empty FILE: none.
+ *
+ * fua=false: the disk offers no FUA (clients write, then flush: what
+ * they wrote before a flush may be lost or torn).
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,9 +35,11 @@
 
 #include "powercut.h"
 
-static char *file, *journal;
+static char *file, *journal, *badfile;
 static int fd = -1, jfd = -1;
 static int lie;
+static int fua = 1;
+static uint64_t bad_off, bad_len; /* unreadable (bad=) */
 
 static int
 pc_config (const char *key, const char *value)
@@ -37,10 +51,20 @@ pc_config (const char *key, const char *value)
       lie = nbdkit_parse_bool (value);
       return lie == -1 ? -1 : 0;
     }
+  else if (strcmp (key, "fua") == 0)
+    {
+      fua = nbdkit_parse_bool (value);
+      return fua == -1 ? -1 : 0;
+    }
   else if (strcmp (key, "journal") == 0)
     {
       free (journal);
       journal = strdup (value);
+    }
+  else if (strcmp (key, "bad") == 0)
+    {
+      free (badfile);
+      badfile = strdup (value);
     }
   else
     {
@@ -65,6 +89,49 @@ pc_get_ready (void)
       nbdkit_error ("powercut: %s or %s: %m", file, journal);
       return -1;
     }
+  FILE *f = badfile ? fopen (badfile, "r") : NULL;
+  if (f)
+    {
+      if (fscanf (f, "%" SCNu64 " %" SCNu64, &bad_off, &bad_len) != 2)
+        bad_off = bad_len = 0;
+      fclose (f);
+    }
+  return 0;
+}
+
+/* A write over [offset, +count) heals the unreadable bytes it covers
+ * (one in the middle: the larger rest stays), and bad= says so.
+ */
+static int
+heal (uint32_t count, uint64_t offset)
+{
+  uint64_t end = offset + count, bend = bad_off + bad_len;
+  FILE *f;
+
+  if (bad_len == 0 || end <= bad_off || offset >= bend)
+    return 0;
+  if (offset <= bad_off && end >= bend)
+    bad_len = 0;
+  else if (offset <= bad_off)
+    {
+      bad_len = bend - end;
+      bad_off = end;
+    }
+  else if (end >= bend || offset - bad_off >= bend - end)
+    bad_len = offset - bad_off;
+  else
+    {
+      bad_len = bend - end;
+      bad_off = end;
+    }
+  f = fopen (badfile, "w");
+  if (f == NULL
+      || fprintf (f, "%" PRIu64 " %" PRIu64 "\n", bad_off, bad_len) < 0
+      || fclose (f) == EOF)
+    {
+      nbdkit_error ("powercut: %s: %m", badfile);
+      return -1;
+    }
   return 0;
 }
 
@@ -73,6 +140,7 @@ pc_unload (void)
 {
   free (file);
   free (journal);
+  free (badfile);
   if (fd >= 0)
     close (fd);
   if (jfd >= 0)
@@ -101,7 +169,7 @@ pc_get_size (void *h)
 static int
 pc_can_fua (void *h)
 {
-  return NBDKIT_FUA_NATIVE;
+  return fua ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
 }
 
 static int
@@ -113,6 +181,13 @@ pc_can_flush (void *h)
 static int
 pc_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
 {
+  if (bad_len && offset < bad_off + bad_len && bad_off < offset + count)
+    {
+      nbdkit_error ("powercut: read at %llu: unreadable sectors (bad=)",
+                    (unsigned long long)offset);
+      errno = EIO;
+      return -1;
+    }
   if (pread (fd, buf, count, offset) != (ssize_t)count)
     {
       nbdkit_error ("powercut: pread: %m");
@@ -161,7 +236,8 @@ journalled_write (const void *buf, uint32_t count, uint64_t offset,
   if (pread (fd, old, count, offset) != (ssize_t)count
       || all (jfd, &rec, sizeof rec) == -1 || all (jfd, old, count) == -1
       || all (jfd, buf, count) == -1
-      || pwrite (fd, buf, count, offset) != (ssize_t)count)
+      || pwrite (fd, buf, count, offset) != (ssize_t)count
+      || heal (count, offset) == -1)
     {
       nbdkit_error ("powercut: write at %llu: %m", (unsigned long long)offset);
       goto out;

@@ -1,12 +1,16 @@
-/* powercut-apply IMAGE JOURNAL SEED [KEEP-PERCENT]
+/* powercut-apply IMAGE JOURNAL SEED [KEEP-PERCENT [BAD-FILE]]
  *
  * Play a power cut on IMAGE, whose powercut server was killed (see
  * powercut.h): roll back every journalled write, newest first, then
  * replay in order the durable ones and a random subset of the others
  * (each kept with probability KEEP-PERCENT, default 50; one in eight
  * of the kept ones torn: only its first K physical sectors of 4 KiB,
- * the unit that today's disks write atomically).  Empties JOURNAL.
- * Prints how many writes were kept, torn and dropped.
+ * the unit that today's disks write atomically).  With BAD-FILE (an
+ * HDD), the newest write dropped leaves sectors unreadable, as an
+ * interrupted write can: all of it, or half the time a run of its
+ * 4 KiB pieces; BAD-FILE gets "OFFSET LENGTH" (the plugin's bad=, one
+ * range a disk: it replaces the one there).  Empties JOURNAL.  Prints
+ * how many writes were kept, torn and dropped, and what is unreadable.
  */
 #include <config.h>
 
@@ -38,6 +42,29 @@ next (void)
   return rng;
 }
 
+/* The dropped write rec leaves sectors unreadable: record them in
+ * badfile (and say so on the summary line).
+ */
+static int
+unreadable (const char *badfile, const struct powercut_rec *rec)
+{
+  uint64_t off = rec->offset, len = rec->length, n = len / TEAR;
+  FILE *f;
+
+  if (n > 1 && len % TEAR == 0 && next () % 2)
+    {
+      uint64_t first = next () % n;
+      off += first * TEAR;
+      len = TEAR * (1 + next () % (n - first));
+    }
+  f = fopen (badfile, "w");
+  if (f == NULL || fprintf (f, "%" PRIu64 " %" PRIu64 "\n", off, len) < 0
+      || fclose (f) == EOF)
+    return -1;
+  printf (", %" PRIu64 "+%" PRIu64 " unreadable", off, len);
+  return 0;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -46,10 +73,13 @@ main (int argc, char *argv[])
   struct w *ws = NULL;
   size_t n = 0, cap = 0, kept = 0, torn = 0;
   unsigned keep = argc > 4 ? atoi (argv[4]) : 50;
+  const char *badfile = argc > 5 ? argv[5] : NULL;
+  size_t lost = SIZE_MAX; /* the newest write dropped (none) */
 
   if (argc < 4)
     {
-      fprintf (stderr, "usage: powercut-apply IMAGE JOURNAL SEED [KEEP%%]\n");
+      fprintf (stderr, "usage: powercut-apply IMAGE JOURNAL SEED "
+                       "[KEEP%% [BAD-FILE]]\n");
       return 2;
     }
   rng = strtoull (argv[3], NULL, 0) * 2654435761ULL + 88172645463325252ULL;
@@ -102,7 +132,10 @@ main (int argc, char *argv[])
     {
       uint32_t len = ws[i].rec.length;
       if (!(ws[i].rec.flags & POWERCUT_DURABLE) && next () % 100 >= keep)
-        continue;
+        {
+          lost = i;
+          continue;
+        }
       kept++;
       if (!(ws[i].rec.flags & POWERCUT_DURABLE) && len > TEAR
           && next () % 8 == 0)
@@ -120,8 +153,15 @@ main (int argc, char *argv[])
       perror ("powercut-apply");
       return 2;
     }
-  printf ("powercut: %zu unflushed writes: %zu kept (%zu torn), %zu lost\n", n,
+  printf ("powercut: %zu unflushed writes: %zu kept (%zu torn), %zu lost", n,
           kept, torn, n - kept);
+  if (badfile && lost != SIZE_MAX
+      && unreadable (badfile, &ws[lost].rec) == -1)
+    {
+      perror (badfile);
+      return 2;
+    }
+  printf ("\n");
   for (size_t i = 0; i < n; i++)
     {
       free (ws[i].old);
