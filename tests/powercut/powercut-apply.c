@@ -155,8 +155,7 @@ main (int argc, char *argv[])
     }
   printf ("powercut: %zu unflushed writes: %zu kept (%zu torn), %zu lost", n,
           kept, torn, n - kept);
-  if (badfile && lost != SIZE_MAX
-      && unreadable (badfile, &ws[lost].rec) == -1)
+  if (badfile && lost != SIZE_MAX && unreadable (badfile, &ws[lost].rec) == -1)
     {
       perror (badfile);
       return 2;
