@@ -316,6 +316,13 @@ log_seeds (void)
   log_seed ("run-filter-start", fix | FUZZ_LOG_FILTER | FUZZ_LOG_START, 0, mem);
   log_seed ("run-mirror2", fix | FUZZ_LOG_MIRROR2, 5, mem);
   log_seed ("run-nofix", 0, 0, mem);
+  /* The void mark of the newest copy's generation (void); a copy, or
+   * the mark too, unreadable (cut picks which: fuzz.h).
+   */
+  log_seed ("run-mark", fix | FUZZ_LOG_MARK, 1, mem);
+  log_seed ("run-torn-a-start", fix | FUZZ_LOG_TORN | FUZZ_LOG_START, 0, mem);
+  log_seed ("run-torn-b-filter", fix | FUZZ_LOG_TORN | FUZZ_LOG_FILTER, 4, mem);
+  log_seed ("run-mark-torn-a", fix | FUZZ_LOG_MARK | FUZZ_LOG_TORN, 1, mem);
 
   /* A torn last segment: the replay stops at the barrier before it. */
   memcpy (img, mem, LOG_DEV);
