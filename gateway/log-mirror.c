@@ -369,9 +369,9 @@ write_sb (struct hhc_log *log)
 }
 
 /* This run's log is complete on every mirror (log_rebase, log_discard):
- * a void mirror that joined gets its superblock, both copies (the void
- * one would win over one), and every mirror that joined (void or
- * blank) now counts as holding the log.
+ * a mirror that joined gets this run's superblock, both copies (a void
+ * copy would win over one; one behind gets the head past what it
+ * lacks), and every mirror that joined now counts as holding the log.
  */
 int
 release_sb_hold (struct hhc_log *log)
@@ -383,7 +383,7 @@ release_sb_hold (struct hhc_log *log)
   hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     {
-      any |= log->m[i].sb_hold;
+      any |= log->m[i].sb_hold || log->m[i].joining;
       log->m[i].sb_hold = false;
     }
   hhc_unlock (&log->lock);
@@ -428,11 +428,13 @@ log_dev_sb (struct hhc_dev *dev, struct log_sb *sb, struct log_sb_read *rd)
             rd->err = rd->err ? rd->err : r;
           }
       }
-  for (unsigned i = 0; i < 2; i++)
+  /* The newest as the codec takes it (the first of equal ones). */
+  for (unsigned i = 0, found = 0; i < 2; i++)
     if (!(rd->unreadable & (1u << i))
         && log_sb_decode (buf + i * LOG_SB_SIZE, &c) == 0
-        && c.generation >= rd->max_gen)
+        && (!found || c.generation > rd->max_gen))
       {
+        found = 1;
         rd->newest = i;
         rd->max_gen = c.generation;
       }

@@ -245,6 +245,7 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
                    log->m[0].dev->name, m->dev->name);
           return EINVAL;
         }
+      m->sb_gen = sb.generation;
       if (*nvalid == 0 || sb.generation > good->generation)
         *good = sb;
       if (sb.version < LOG_VERSION)
@@ -350,31 +351,36 @@ open_buffers (struct hhc_log *log, unsigned nbuffers)
   return 0;
 }
 
-/* Format: the superblock area cleared (an older log's void mark
- * included) and the first segment position, so no older log's data
- * can be mistaken; then the superblock, both copies.  Copy A with the
- * mark, a sync, then copy B, a sync: a cut never finds both copies
- * unsynced, so at most one is torn (log_sb_decode_mirror: a copy
- * unreadable next to a blank or void one decides nothing).
+/* Format: the superblock copies cleared, and the first segment
+ * position, so no older log's data can be mistaken; then the
+ * superblock, both copies; then the void mark of an older log.  One
+ * step at a time, each synced, so that a cut leaves a state that reads
+ * as before (void or blank) or as the new log: copy A (with the region
+ * start), copy B, the two superblocks, the mark.  The mark goes last:
+ * while it is there an old copy that a void's torn write left valid
+ * stays void (found by review: clearing the mark with copy A brought
+ * such a copy back), and a mark voids only copies of its own log, so it
+ * does not touch the new one.
  */
 static int
 open_format (struct hhc_log *log)
 {
   HHC_CLEANUP_FREE char *zero = hhc_alloc_aligned (LOG_SB_SIZE);
-  struct io a = { .n = 3, .sync = true }, b = { .n = 1, .sync = true };
+  struct io a = { .n = 2, .sync = true }, b = { .n = 1, .sync = true };
+  struct io mark = { .n = 1, .sync = true };
   int r;
 
   if (zero == NULL)
     return ENOMEM;
-  a.p[0] = a.p[1] = a.p[2] = b.p[0] = zero;
-  a.len[0] = a.len[1] = a.len[2] = b.len[0] = LOG_SB_SIZE;
+  a.p[0] = a.p[1] = b.p[0] = mark.p[0] = zero;
+  a.len[0] = a.len[1] = b.len[0] = mark.len[0] = LOG_SB_SIZE;
   a.off[0] = 0;
-  a.off[1] = LOG_VOID_OFF;
-  a.off[2] = LOG_REGION_OFF;
+  a.off[1] = LOG_REGION_OFF;
   b.off[0] = LOG_SB_SIZE;
+  mark.off[0] = LOG_VOID_OFF;
   if ((r = mirrors_io (log, &a)) != 0 || (r = mirrors_io (log, &b)) != 0
       || (r = write_sb (log)) != 0 || (r = write_sb (log)) != 0
-      || log->healthy < log->nm)
+      || (r = mirrors_io (log, &mark)) != 0 || log->healthy < log->nm)
     {
       hhc_msg (log->msgfn, HHC_MSG_ERROR, "formatting the log failed");
       return r ? r : EIO;
@@ -399,6 +405,12 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
 
   if ((r = open_read_sbs (log, &good, &nvalid, &nvoid)) != 0)
     return r;
+  /* A valid mirror with an older superblock than the newest missed
+   * writes (its void never landed, a cut): it joins too.
+   */
+  for (unsigned i = 0; i < log->nm; i++)
+    if (!log->m[i].blank && log->m[i].sb_gen < good.generation)
+      log->m[i].joining = true;
   if (nvalid == 0 && conf->identity == NULL)
     {
       hhc_msg (conf->msgfn, HHC_MSG_ERROR,

@@ -283,6 +283,24 @@ scan_better (const struct hhc_log *log, const struct scan *s)
          || (lb == cb && s->end_seq > log->scan.end_seq);
 }
 
+/* A mirror whose chain is shorter than the best one's joins (as one
+ * with an older superblock does: log-open.c).
+ */
+static void
+mark_behind (struct hhc_log *log)
+{
+  const struct mirror *b = &log->m[log->best];
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      if (!m->blank
+          && (m->scan_lb_seq != b->scan_lb_seq
+              || m->scan_end_seq != b->scan_end_seq))
+        m->joining = true;
+    }
+}
+
 int
 scan_all (struct hhc_log *log)
 {
@@ -314,6 +332,10 @@ scan_all (struct hhc_log *log)
    */
   for (unsigned k = 0; k < n; k++)
     {
+      struct mirror *m = &log->m[jobs[k].i];
+      long lb = jobs[k].s.last_barrier;
+      m->scan_lb_seq = lb >= 0 ? jobs[k].s.segs.ptr[lb].seq : 0;
+      m->scan_end_seq = jobs[k].s.end_seq;
       if (r == 0 && scan_better (log, &jobs[k].s))
         {
           scan_free (&log->scan);
@@ -323,6 +345,7 @@ scan_all (struct hhc_log *log)
       else
         scan_free (&jobs[k].s);
     }
+  mark_behind (log);
   return r;
 }
 

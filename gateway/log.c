@@ -76,7 +76,10 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
         hhc_msg (log->msgfn, HHC_MSG_INFO,
                  "log: a blank mirror joins the log; it is complete after "
                  "the first barrier of this run");
-      if ((r = write_sb (log)) != 0)
+      /* Both copies: a copy of version 1 left beside it would be one
+       * that an earlier build, reading each copy alone, still takes.
+       */
+      if ((r = write_sb (log)) != 0 || (r = write_sb (log)) != 0)
         return r;
       log->old_version = false;
     }

@@ -166,12 +166,19 @@ struct mirror {
    * then a copy of its void superblock wins, and it reads as blank).
    */
   bool sb_hold;
-  /* Its superblock on disk is still void (sb_hold, then until both of
-   * release_sb_hold's writes landed; log->lock): it does not yet hold
-   * the log for a restart, so another mirror's failure does not make
-   * that one owe a void at once (mark_failed_locked).
+  /* It joined at this start (blank, void, or behind the others: an
+   * older superblock or a shorter chain) and does not yet hold the log
+   * for a restart, until release_sb_hold has written this run's
+   * superblock to it after the start-up re-log (log->lock): so another
+   * mirror's failure does not make that one owe a void at once
+   * (mark_failed_locked).
    */
   bool joining;
+  uint64_t sb_gen; /* the generation of its valid superblock at open */
+  /* What its scan found at open: the sequence of its last barrier (0:
+   * none) and of the segment after its chain.
+   */
+  uint64_t scan_lb_seq, scan_end_seq;
   /* Which superblock copy (0: A, 1: B) holds its newest valid
    * superblock: a superblock write goes over the other one, so that
    * a torn write never leaves it without a readable valid copy, even

@@ -99,7 +99,10 @@ struct power {
    * log device (a run of its 4 KiB pieces, or all of it) unreadable
    * after the restore, as an HDD's interrupted write can (until a write
    * covers it); a superblock's or the void mark's too.  Not modelled: a
-   * torn FUA write (never pending), pieces that are not one run.
+   * torn FUA write (never pending), pieces that are not one run, torn
+   * writes other than the newest dropped one, and a write that heals
+   * unreadable bytes but is then dropped by a cut (the crash device heals
+   * when a write is issued, not when it is durable).
    */
   bool torn_tails;
   uint64_t bad_off[MAX_DEVS];
