@@ -139,77 +139,89 @@ usage (void)
   exit (2);
 }
 
+/* The long options (there are no short ones). */
+static const struct option lopts[] = {
+  { "writers", 1, NULL, 'w' },
+  { "bs", 1, NULL, 'b' },
+  { "blocks", 1, NULL, 'n' },
+  { "ops", 1, NULL, 'o' },
+  { "seconds", 1, NULL, 's' },
+  { "flush-every", 1, NULL, 'f' },
+  { "fua-every", 1, NULL, 'F' },
+  { "zero-every", 1, NULL, 'z' },
+  { "tolerate-errors", 0, NULL, 'E' },
+  { "seed", 1, NULL, 'S' },
+  { "state", 1, NULL, 't' },
+  { "state-out", 1, NULL, 'T' },
+  { "expect-crash", 0, NULL, 'x' },
+  { "ready", 1, NULL, 'r' },
+  { NULL, 0, NULL, 0 },
+};
+
+/* Option C, as getopt_long returns it with optarg: into the options, or
+ * --state and --state-out into *STATE and *STATE_OUT; anything else is
+ * a usage error.
+ */
+static void
+set_option (int c, const char **state, const char **state_out)
+{
+  switch (c)
+    {
+    case 'w':
+      nwriters = strtoul (optarg, NULL, 0);
+      break;
+    case 'b':
+      bs = strtoul (optarg, NULL, 0);
+      break;
+    case 'n':
+      nblocks = strtoull (optarg, NULL, 0);
+      break;
+    case 'o':
+      ops = strtoull (optarg, NULL, 0);
+      break;
+    case 's':
+      seconds = strtoul (optarg, NULL, 0);
+      break;
+    case 'f':
+      flush_every = strtoul (optarg, NULL, 0);
+      break;
+    case 'F':
+      fua_every = strtoul (optarg, NULL, 0);
+      break;
+    case 'z':
+      zero_every = strtoul (optarg, NULL, 0);
+      break;
+    case 'E':
+      tolerate_errors = true;
+      break;
+    case 'S':
+      seed = strtoull (optarg, NULL, 0);
+      break;
+    case 't':
+      *state = optarg;
+      break;
+    case 'T':
+      *state_out = optarg;
+      break;
+    case 'x':
+      expect_crash = true;
+      break;
+    case 'r':
+      ready_file = optarg;
+      break;
+    default:
+      usage ();
+    }
+}
+
 int
 main (int argc, char *argv[])
 {
-  static const struct option lopts[] = {
-    { "writers", 1, NULL, 'w' },
-    { "bs", 1, NULL, 'b' },
-    { "blocks", 1, NULL, 'n' },
-    { "ops", 1, NULL, 'o' },
-    { "seconds", 1, NULL, 's' },
-    { "flush-every", 1, NULL, 'f' },
-    { "fua-every", 1, NULL, 'F' },
-    { "zero-every", 1, NULL, 'z' },
-    { "tolerate-errors", 0, NULL, 'E' },
-    { "seed", 1, NULL, 'S' },
-    { "state", 1, NULL, 't' },
-    { "state-out", 1, NULL, 'T' },
-    { "expect-crash", 0, NULL, 'x' },
-    { "ready", 1, NULL, 'r' },
-    { NULL, 0, NULL, 0 },
-  };
   const char *state = NULL, *state_out = NULL;
   int c;
 
   while ((c = getopt_long (argc, argv, "", lopts, NULL)) != -1)
-    switch (c)
-      {
-      case 'w':
-        nwriters = strtoul (optarg, NULL, 0);
-        break;
-      case 'b':
-        bs = strtoul (optarg, NULL, 0);
-        break;
-      case 'n':
-        nblocks = strtoull (optarg, NULL, 0);
-        break;
-      case 'o':
-        ops = strtoull (optarg, NULL, 0);
-        break;
-      case 's':
-        seconds = strtoul (optarg, NULL, 0);
-        break;
-      case 'f':
-        flush_every = strtoul (optarg, NULL, 0);
-        break;
-      case 'F':
-        fua_every = strtoul (optarg, NULL, 0);
-        break;
-      case 'z':
-        zero_every = strtoul (optarg, NULL, 0);
-        break;
-      case 'E':
-        tolerate_errors = true;
-        break;
-      case 'S':
-        seed = strtoull (optarg, NULL, 0);
-        break;
-      case 't':
-        state = optarg;
-        break;
-      case 'T':
-        state_out = optarg;
-        break;
-      case 'x':
-        expect_crash = true;
-        break;
-      case 'r':
-        ready_file = optarg;
-        break;
-      default:
-        usage ();
-      }
+    set_option (c, &state, &state_out);
   if (argc - optind != 3 || nwriters == 0 || nwriters > 256 || bs < 512
       || bs % 512)
     usage ();
