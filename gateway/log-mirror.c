@@ -169,9 +169,28 @@ complete_locked (const struct hhc_log *log)
   return n;
 }
 
+/* Owe a void to every failed mirror not owed one yet, if a healthy
+ * mirror holds the log (log->lock held).  Called where a healthy
+ * mirror has just made something durable (mirrors_io_locked, a
+ * pipelined barrier, release_sb_hold), not where a mirror fails: when
+ * two fail at once (both NBD connections drop, the log stops) their
+ * failures are seen one after the other, and the first must not be
+ * voided for a mirror that is failing too (found by review: it voided a
+ * good disk and kept the last one alone).
+ */
+void
+owe_voids_locked (struct hhc_log *log)
+{
+  if (log->healthy == log->nm || complete_locked (log) == 0)
+    return;
+  for (unsigned i = 0; i < log->nm; i++)
+    owe_void_locked (log, &log->m[i]);
+}
+
 /* Mark m failed (log->lock held): it is written no more.  While other
  * mirrors stay healthy and complete (not joining) they hold everything
- * it did, and more: it is owed a void at once.  The last mirror's log is the only copy that
+ * it did, and more: it is owed a void once one of them has made
+ * something durable since (owe_voids_locked).  The last mirror's log is the only copy that
  * survives the loss of the SSD of what FLUSHes covered: it is owed a
  * void only once a FLUSH that fell back has written every dirty block
  * back (log_void_stale).  can_void false (a log that stops being
@@ -191,8 +210,6 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
    */
   pthread_cond_broadcast (&log->pipe_cv);
   pthread_cond_broadcast (&log->writer_cv);
-  if (complete_locked (log) > 0)
-    owe_void_locked (log, m);
 }
 
 /* The log stops here (write_buffer: a segment that could not be
@@ -298,6 +315,8 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
     synced |= use[i] && res[i] == 0 && !log->m[i].last_fua;
   hhc_lock (&log->lock);
   if (io->sync && ok)
+    owe_voids_locked (log);
+  if (io->sync && ok)
     {
       bool fua_barrier = !synced && !io->sb && !io->sync_only;
       log->st.syncs += !fua_barrier;
@@ -398,9 +417,7 @@ release_sb_hold (struct hhc_log *log)
   hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     log->m[i].joining = false;
-  for (unsigned i = 0; i < log->nm; i++)
-    if (complete_locked (log) > 0)
-      owe_void_locked (log, &log->m[i]);
+  owe_voids_locked (log);
   hhc_unlock (&log->lock);
   return 0;
 }

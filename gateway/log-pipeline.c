@@ -95,6 +95,7 @@ min_synced (const struct hhc_log *log)
 static void
 barrier_durable (struct hhc_log *log, const struct buf *b)
 {
+  owe_voids_locked (log); /* a healthy mirror made it durable */
   log->durable_barrier = b->seq;
   log->rev_durable = b->rev_upto;
   if (b->joiners > 0)

@@ -424,6 +424,10 @@ void mirrors_stop_threads (struct hhc_log *log);
 
 /* Mark m failed: it is written no more (can_void: see there). */
 void mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void);
+/* A healthy mirror made something durable: every failed mirror is owed
+ * its void now, if a healthy one holds the log.
+ */
+void owe_voids_locked (struct hhc_log *log);
 /* The log can no longer be kept (what: why, err: the errno): every
  * mirror is marked failed, so no later barrier counts and FLUSHes fall
  * back to write-back.  Logged.
