@@ -316,6 +316,15 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
   hhc_lock (&log->lock);
   if (io->sync && ok)
     owe_voids_locked (log);
+  /* A superblock no mirror took, while the only healthy ones are void
+   * mirrors joining (sb_hold): they get this run's superblock once the
+   * start-up re-log is on them (release_sb_hold), and the mirror that
+   * failed keeps its log until then (it is not owed a void while they
+   * join): the start goes on with them (found by review: it failed).
+   */
+  bool held = false;
+  for (unsigned i = 0; io->sb && i < log->nm; i++)
+    held |= !log->m[i].failed && log->m[i].sb_hold;
   if (io->sync && ok)
     {
       bool fua_barrier = !synced && !io->sb && !io->sync_only;
@@ -323,7 +332,7 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
       log->st.fua_barriers += fua_barrier;
     }
   hhc_unlock (&log->lock);
-  return ok ? 0 : EIO;
+  return ok || held ? 0 : EIO;
 }
 
 int
