@@ -38,6 +38,7 @@ struct run {
    * that falls back to write-back then fails with the backend.
    */
   bool no_outages;
+  unsigned faulty; /* the mirror whose fault the cut waits for */
   /* what happened, for the summary */
   uint64_t nwrites, nflushes;
 };

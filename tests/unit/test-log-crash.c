@@ -12,7 +12,9 @@
  *                   leave its sectors unreadable (torn_tails, until a
  *                   write covers them; a superblock's too); in a
  *                   quarter of the runs a log mirror's write fails
- *                   once and the cut falls in its void (run_cut);
+ *                   once and the cut falls in its void (run_cut), and
+ *                   with two mirrors the other one may fail once in
+ *                   the recovery (start_fault);
  *                   every sector is checked
  *                   against the campaigns' oracle (oracle.h).  Each
  *                   seed runs under a watchdog: a seed not done after
@@ -35,7 +37,7 @@ struct totals {
   uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
   uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
   uint64_t head_persists, mirrors2, backend_reverts, ops, torn_tails;
-  uint64_t torn_sbs, void_runs, void_cuts;
+  uint64_t torn_sbs, void_runs, void_cuts, start_faults;
   uint64_t redone, redo_runs, redo_cut, checkpoints;
 };
 
@@ -236,7 +238,8 @@ run_cut (struct run *r, struct totals *t)
   struct hhc_dev *faulty = NULL;
   if (void_cut_run (r->seed))
     {
-      faulty = r->logs[test_rand_below (&r->rng, r->nlogs)].pd;
+      r->faulty = test_rand_below (&r->rng, r->nlogs);
+      faulty = r->logs[r->faulty].pd;
       pdev_fail_once (faulty, test_rand_below (&r->rng, 60));
       power_arm_after_fault (&r->pw, 1 + test_rand_below (&r->rng, 4),
                              (unsigned)r->seed, revert, faulty);
@@ -266,6 +269,28 @@ run_cut (struct run *r, struct totals *t)
   power_restore (&r->pw);
 }
 
+/* In a void_cut_run with two mirrors, half the time the other mirror
+ * (the one that did not fail in the workload, while the faulty one,
+ * voided or behind, joins) fails once at one of its first writes of
+ * the recovery: the start goes on with the joining mirror and voids
+ * neither before that one holds the log.  start_fault_end heals it.
+ */
+static void
+start_fault (struct run *r, struct totals *t)
+{
+  if (!void_cut_run (r->seed) || r->nlogs < 2 || test_rand_below (&r->rng, 2))
+    return;
+  pdev_fail_once (r->logs[!r->faulty].pd, test_rand_below (&r->rng, 8));
+  t->start_faults++;
+}
+
+static void
+start_fault_end (struct run *r)
+{
+  for (unsigned i = 0; i < r->nlogs; i++)
+    pdev_heal (r->logs[i].pd);
+}
+
 /* (a) Power back on: reload the cache, redoing the log into it (FLUSH
  * synced only the log).  Sometimes the power fails again during the
  * redo.
@@ -280,6 +305,7 @@ run_reopen (struct run *r, struct totals *t)
   /* The redo depends on how the last run flushed, not this one. */
   if (test_rand_below (&r->rng, 4) == 0)
     r->conf.wal = !r->conf.wal;
+  start_fault (r, t);
   if (test_rand_below (&r->rng, 3) == 0)
     {
       set_phase (r, "reopen, cut during the redo");
@@ -292,6 +318,7 @@ run_reopen (struct run *r, struct totals *t)
     }
   else
     run_open (r);
+  start_fault_end (r);
   hhc_get_counts (r->vol, &c);
   t->redone += c.log_redone;
   t->redo_runs += c.log_redone > 0;
@@ -308,6 +335,7 @@ run_replay (struct run *r, struct totals *t)
   t->replay++;
   set_phase (r, "replay");
   new_ssd (r, slot_choice[test_rand_below (&r->rng, 4)]);
+  start_fault (r, t);
   if (test_rand_below (&r->rng, 3) == 0)
     {
       set_phase (r, "replay, cut during recovery");
@@ -323,6 +351,7 @@ run_replay (struct run *r, struct totals *t)
     }
   else
     run_open (r);
+  start_fault_end (r);
   verify_all (r, true, "backend after the replay");
   verify_all (r, false, "volume after the replay");
 }
@@ -450,6 +479,7 @@ test_random_crashes (void **state)
       t.torn_sbs += j->t.torn_sbs;
       t.void_runs += j->t.void_runs;
       t.void_cuts += j->t.void_cuts;
+      t.start_faults += j->t.start_faults;
       t.ops += j->t.ops;
       free (j);
     }
@@ -462,7 +492,8 @@ test_random_crashes (void **state)
           "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
           "the redo); %llu torn log writes left unreadable (%llu of "
           "superblocks); %llu runs with a mirror's fault (%llu cut in "
-          "the calls to it after the fault: its void)\n",
+          "the calls to it after the fault: its void; %llu with the other "
+          "mirror's fault in the recovery)\n",
           (unsigned long long)t.runs, (unsigned long long)t.mirrors2,
           (unsigned long long)t.cut_mid, (unsigned long long)t.backend_reverts,
           (unsigned long long)t.reopen, (unsigned long long)t.replay,
@@ -475,7 +506,8 @@ test_random_crashes (void **state)
           (unsigned long long)t.checkpoints, (unsigned long long)t.redo_runs,
           (unsigned long long)t.redone, (unsigned long long)t.redo_cut,
           (unsigned long long)t.torn_tails, (unsigned long long)t.torn_sbs,
-          (unsigned long long)t.void_runs, (unsigned long long)t.void_cuts);
+          (unsigned long long)t.void_runs, (unsigned long long)t.void_cuts,
+          (unsigned long long)t.start_faults);
   /* The cut fell in voids (in the calls to a mirror after its fault). */
   if (!failed && t.void_runs >= 5 && t.void_cuts == 0)
     fail_msg ("%llu runs with a mirror's fault, no cut fell after it",
