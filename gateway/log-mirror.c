@@ -169,22 +169,31 @@ complete_locked (const struct hhc_log *log)
   return n;
 }
 
-/* Owe a void to every failed mirror not owed one yet, if a healthy
- * mirror holds the log (log->lock held).  Called where a healthy
- * mirror has just made something durable (mirrors_io_locked, a
+/* Owe a void to every failed mirror not owed one yet that a healthy,
+ * complete mirror has outlived: made something durable in an I/O begun
+ * after the failure (dur_gen >= fail_gen; log->lock held).  Called where
+ * a mirror has just made something durable (mirrors_io_locked, a
  * pipelined barrier, release_sb_hold), not where a mirror fails: when
  * two fail at once (both NBD connections drop, the log stops) their
  * failures are seen one after the other, and the first must not be
  * voided for a mirror that is failing too (found by review: it voided a
- * good disk and kept the last one alone).
+ * good disk and kept the last one alone), nor for a success that
+ * began before it (a pipelined barrier another mirror had finished:
+ * the fourth review).
  */
 void
 owe_voids_locked (struct hhc_log *log)
 {
+  uint64_t proof = 0; /* the latest failure a complete mirror outlived */
+
   if (log->healthy == log->nm || complete_locked (log) == 0)
     return;
   for (unsigned i = 0; i < log->nm; i++)
-    owe_void_locked (log, &log->m[i]);
+    if (!log->m[i].failed && !log->m[i].joining)
+      proof = HHC_MAX (proof, log->m[i].dur_gen);
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].fail_gen <= proof)
+      owe_void_locked (log, &log->m[i]);
 }
 
 /* Mark m failed (log->lock held): it is written no more.  While other
@@ -203,6 +212,7 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
   if (m->failed)
     return;
   m->failed = true;
+  m->fail_gen = ++log->fail_gen;
   m->no_void = !can_void;
   log->healthy--;
   /* Pipelined barriers: a lane waiting for its writes gives up, and
@@ -296,6 +306,7 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
   hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     n += use[i] = !log->m[i].failed && !(io->sb && log->m[i].sb_hold);
+  uint64_t g0 = log->fail_gen; /* failures before this io began */
   hhc_unlock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     if (use[i])
@@ -314,6 +325,9 @@ mirrors_io_locked (struct hhc_log *log, const struct io *io)
   for (unsigned i = 0; i < log->nm; i++)
     synced |= use[i] && res[i] == 0 && !log->m[i].last_fua;
   hhc_lock (&log->lock);
+  for (unsigned i = 0; io->sync && i < log->nm; i++)
+    if (use[i] && res[i] == 0)
+      log->m[i].dur_gen = HHC_MAX (log->m[i].dur_gen, g0);
   if (io->sync && ok)
     owe_voids_locked (log);
   /* A superblock no mirror took, while the only healthy ones are void

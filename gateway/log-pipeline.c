@@ -312,11 +312,14 @@ lane_sync (struct hhc_log *log, unsigned i, const struct buf *b)
     pthread_cond_wait (&log->pipe_cv, &log->lock);
   if (m->failed)
     return -1;
+  uint64_t g0 = log->fail_gen; /* owe_voids_locked */
   hhc_unlock (&log->lock);
   r = mirror_fsync (m, NULL, 0, 0);
   hhc_lock (&log->lock);
   if (r == 0 && m->synced < c)
     m->synced = c;
+  if (r == 0)
+    m->dur_gen = HHC_MAX (m->dur_gen, g0);
   return r;
 }
 
@@ -328,6 +331,7 @@ lane_job (struct hhc_log *log, unsigned i, struct buf *b)
 {
   struct mirror *m = &log->m[i];
   bool fua = b->fua >> i & 1, dead = m->failed;
+  uint64_t g0 = log->fail_gen; /* owe_voids_locked */
   int r = -1;
 
   if (b->t0 == 0)
@@ -344,7 +348,10 @@ lane_job (struct hhc_log *log, unsigned i, struct buf *b)
       if (b->sync >> i & 1)
         r = lane_sync (log, i, b);
       else if (fua)
-        b->fua_done |= 1u << i;
+        {
+          b->fua_done |= 1u << i;
+          m->dur_gen = HHC_MAX (m->dur_gen, g0);
+        }
     }
   if (r > 0 && !m->failed)
     {

@@ -191,6 +191,14 @@ struct mirror {
    * whether the device offers FUA.
    */
   uint64_t pseq, synced;
+  /* Failures and durability, in the order they happened (log->lock):
+   * fail_gen, the log's fail_gen when it failed; dur_gen, the highest
+   * fail_gen seen at the start of a write or sync of it that then made
+   * something durable.  A failed mirror is owed its void only if a
+   * healthy, complete mirror made something durable in an I/O begun
+   * after the failure (dur_gen >= fail_gen: owe_voids_locked).
+   */
+  uint64_t fail_gen, dur_gen;
   bool plain, can_fua;
   /* The serial writer (do_io, one io at a time per mirror): plain as
    * above, from the start (true: the first barrier syncs whatever an
@@ -311,6 +319,7 @@ struct hhc_log {
   size_t hdrcap;
   unsigned healthy;
   unsigned unvoided;     /* atomic: failed mirrors not yet voided */
+  uint64_t fail_gen;     /* mirror failures so far (mirror.fail_gen) */
   uint64_t next_void_ns; /* writer: next background void attempt */
   /* A dead NBD mirror is dialled again at most after 1, 2, 4, then
    * every 8 s (dial_due_locked); lock.

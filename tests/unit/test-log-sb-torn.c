@@ -122,8 +122,9 @@ write_eight (struct env *e)
   membackend_fail_all (e->mb, MB_OP_WRITE, false);
 }
 
-/* Then mirror 1 fails once (on block 8's segment) and is voided, at
- * once or at the latest by the close.
+/* Then mirror 1 fails once (on block 8's segment) and is voided, once
+ * mirror 0 has made a barrier durable after that (block 8 again), at
+ * the latest by the close.
  */
 static void
 void_mirror1 (struct env *e)
@@ -134,6 +135,8 @@ void_mirror1 (struct env *e)
   env_write (e, 8, 18, false);
   env_flush (e);
   assert_int_equal (counts (e).log_mirrors_failed, 1);
+  env_write (e, 8, 18, false);
+  env_flush (e);
   env_close (e);
   assert_int_equal (sb_state (e->logs[1].cd, &sb), ESTALE);
 }
