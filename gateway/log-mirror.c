@@ -196,6 +196,20 @@ owe_voids_locked (struct hhc_log *log)
       owe_void_locked (log, &log->m[i]);
 }
 
+/* Is a failed mirror waiting for proof that a complete one outlived it
+ * (not owed its void yet, not one never to be voided) (log->lock held)?
+ */
+bool
+unproven_locked (const struct hhc_log *log)
+{
+  if (log->healthy == log->nm || complete_locked (log) == 0)
+    return false;
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].failed && !log->m[i].want_void && !log->m[i].no_void)
+      return true;
+  return false;
+}
+
 /* Mark m failed (log->lock held): it is written no more.  While other
  * mirrors stay healthy and complete (not joining) they hold everything
  * it did, and more: it is owed a void once one of them has made

@@ -11,6 +11,9 @@
  * lock).  persist_head is also called by log_rebase and log_discard
  * (log.c) while the writer runs: its sync and superblock write, and
  * the superblock fields, are under io_lock, so one at a time.
+ * log_prove_failed (a sync that proves a failed mirror's void, the
+ * same way: log-writer.c when idle, log_stop) takes io_lock itself,
+ * with no lock held.
  */
 #include <config.h>
 
@@ -298,4 +301,34 @@ make_room (struct hhc_log *log)
       hhc_lock (&log->lock);
     }
   return false;
+}
+
+/* A failed mirror waits for proof that a complete one outlived it
+ * (log_int.h).
+ */
+void
+log_prove_failed (struct hhc_log *log)
+{
+  struct io sync = { .sync = true, .sync_only = true };
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  /* A sync the healthy mirrors make now: the proof if it succeeds
+   * (mirrors_io_locked owes the voids), nothing if they fail too.  As
+   * persist_head's: with barriers in flight, after the writes placed so
+   * far, and the lanes told what it made durable (else the frontier
+   * waits for a sync of theirs that their rules no longer ask for).
+   */
+  hhc_lock (&log->lock);
+  bool need = unproven_locked (log);
+  uint64_t placed = log->written_seq;
+  while (need && log->inflight_max > 1 && log->healthy > 0
+         && !pipe_written_below (log, placed))
+    pthread_cond_wait (&log->done_cv, &log->lock);
+  hhc_unlock (&log->lock);
+  if (need && mirrors_io_locked (log, &sync) == 0)
+    {
+      hhc_lock (&log->lock);
+      pipe_synced (log, placed);
+      hhc_unlock (&log->lock);
+    }
 }

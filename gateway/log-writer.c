@@ -439,11 +439,18 @@ seal_barrier (struct hhc_log *log)
 static bool
 void_when_idle (struct hhc_log *log)
 {
-  if (__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) == 0
+  /* A failed mirror that no durable write has proved outlived (the
+   * volume went idle): a sync, when nothing is in flight.
+   */
+  bool prove = log->ifhead == NULL && unproven_locked (log);
+
+  if ((__atomic_load_n (&log->unvoided, __ATOMIC_ACQUIRE) == 0 && !prove)
       || hhc_now_ns () < log->next_void_ns)
     return false;
   log->next_void_ns = hhc_now_ns () + VOID_RETRY_NS;
   hhc_unlock (&log->lock);
+  if (prove)
+    log_prove_failed (log);
   log_void_failed (log);
   hhc_lock (&log->lock);
   return true;

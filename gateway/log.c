@@ -126,6 +126,7 @@ log_stop (struct hhc_log *log)
   hhc_lock (&log->lock);
   log->next_dial_ns = 0; /* a last try, dialling too */
   hhc_unlock (&log->lock);
+  log_prove_failed (log);
   log_void_failed (log);
   log->started = false;
 }

@@ -421,6 +421,11 @@ int release_sb_hold (struct hhc_log *log);
 int mirror_fsync (struct mirror *m, const void *buf, size_t len, uint64_t off);
 /* A write or sync to m failed with err: mark it failed, say so. */
 void mirror_failed (struct hhc_log *log, struct mirror *m, int err);
+/* A failed mirror not yet owed its void for want of proof that a
+ * complete mirror outlived it (an idle volume, a close): a sync of the
+ * healthy mirrors now, which owes it if they succeed (log-reclaim.c).
+ */
+void log_prove_failed (struct hhc_log *log);
 /* Start a worker thread per mirror (more than one mirror), and stop
  * them.
  */
@@ -437,6 +442,8 @@ void mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void);
  * its void now, if a healthy one holds the log.
  */
 void owe_voids_locked (struct hhc_log *log);
+/* Is a failed mirror waiting for that proof (log_prove_failed)? */
+bool unproven_locked (const struct hhc_log *log);
 /* The log can no longer be kept (what: why, err: the errno): every
  * mirror is marked failed, so no later barrier counts and FLUSHes fall
  * back to write-back.  Logged.

@@ -244,6 +244,19 @@ pw_env_init (struct env *e, struct power *pw, unsigned nlogs)
 }
 
 void
+pw_env_new_ssd (struct env *e, struct power *pw)
+{
+  struct hhc_dev *cd[MAX_DEVS];
+
+  env_new_ssd (e);
+  to_pdev (e->ssd.pd)->pw = pw;
+  cd[0] = e->ssd.cd;
+  for (unsigned i = 0; i < e->nlogs; i++)
+    cd[1 + i] = e->logs[i].cd;
+  power_set_devs (pw, cd, 1 + e->nlogs);
+}
+
+void
 pw_env_free (struct env *e, struct power *pw)
 {
   e->be.pw = NULL;

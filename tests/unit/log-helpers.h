@@ -255,6 +255,10 @@ void quiet_env_init (struct env *e, unsigned nlogs);
  * backend on the power switch pw; pw_env_free undoes both.
  */
 void pw_env_init (struct env *e, struct power *pw, unsigned nlogs);
+/* env_new_ssd, the new SSD on the power switch pw too (the old one is
+ * freed: a cut must not reach it).
+ */
+void pw_env_new_ssd (struct env *e, struct power *pw);
 void pw_env_free (struct env *e, struct power *pw);
 
 #endif /* HHC_TEST_LOG_HELPERS_H */

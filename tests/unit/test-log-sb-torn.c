@@ -234,7 +234,7 @@ torn_void (unsigned torn, unsigned format_cut)
     crashdev_set_bad (cd, (torn & 1 ? 0 : LOG_SB_SIZE),
                       (torn == 3 ? 2 : 1) * LOG_SB_SIZE);
 
-  env_new_ssd (&e);
+  pw_env_new_ssd (&e, &pw);
   if (format_cut)
     {
       power_arm_after_fault (&pw, format_cut, 11, false, e.logs[0].pd);
@@ -250,7 +250,7 @@ torn_void (unsigned torn, unsigned format_cut)
         power_restore (&pw);
       else
         power_arm (&pw, 0, false, 0, false);
-      env_new_ssd (&e);
+      pw_env_new_ssd (&e, &pw);
     }
   assert_int_equal (env_try_open (&e), 0);
   if (!backend_has (&e, 3, 42))
@@ -426,7 +426,7 @@ join_then_fail (uint64_t k, bool behind)
     power_arm (&pw, 0, false, 0, false);
   if (through)
     {
-      env_new_ssd (&e);
+      pw_env_new_ssd (&e, &pw);
       membackend_fail_all (e.mb, MB_OP_WRITE, false);
       env_open (&e);
       check_backend (&e, 9, "after the cut and the SSD's loss");
