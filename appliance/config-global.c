@@ -137,6 +137,36 @@ parse_programs (struct ctx *c, const struct at *root, struct gw_config *cfg)
   return 0;
 }
 
+/* Is address a wildcard (any address of the host)? */
+static bool
+wildcard (const char *address)
+{
+  return strcmp (address, "0.0.0.0") == 0 || strcmp (address, "::") == 0
+         || address[0] == '\0';
+}
+
+/* The metrics server on the NBD port: one of them could not bind (and
+ * an NBD client that reached the HTTP server would wait for ever).
+ */
+static int
+metrics_clash (struct ctx *c, const struct at *root, struct gw_config *cfg)
+{
+  struct at o;
+
+  if (!cfg->metrics || cfg->listen_address == NULL
+      || cfg->metrics_port != cfg->listen_port
+      || (strcmp (cfg->metrics_address, cfg->listen_address) != 0
+          && !wildcard (cfg->metrics_address)
+          && !wildcard (cfg->listen_address)))
+    return 0;
+  if (!cfg_member (c, root, "metrics", &o))
+    o = *root;
+  return cfg_fail (c, &o, false,
+                   "port %u is the NBD listen port too: give the metrics or "
+                   "the NBD listener another port",
+                   cfg->metrics_port);
+}
+
 /* "metrics": {"address", "port"}, true or false. */
 static int
 parse_metrics (struct ctx *c, const struct at *root, struct gw_config *cfg)
@@ -166,9 +196,10 @@ parse_metrics (struct ctx *c, const struct at *root, struct gw_config *cfg)
       if (!json_is_object (o.v) && !json_is_true (o.v))
         return cfg_fail (c, &o, false, "must be an object or false");
     }
-  if (cfg->metrics_address == NULL)
-    return cfg_copy (c, root, "127.0.0.1", &cfg->metrics_address);
-  return 0;
+  if (cfg->metrics_address == NULL
+      && cfg_copy (c, root, "127.0.0.1", &cfg->metrics_address) == -1)
+    return -1;
+  return metrics_clash (c, root, cfg);
 }
 
 /* "restart": {"min_ms", "max_ms"}. */

@@ -34,6 +34,7 @@
 #                                stopped at exit
 #   stop_httpd_serve             stop it; fail unless it exits 0
 #   free_port                    print a TCP port of 127.0.0.1 free now
+#   free_ports N                 print N distinct such ports
 #   start_gateway BIN CONFIG     run hhc-gateway BIN -c CONFIG in the
 #                                background, messages in $tmp/gateway.log
 #                                (printed if the test fails); sets
@@ -239,10 +240,20 @@ _hhc_pid_for ()
 
 free_port ()
 {
-  python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+  free_ports 1
+}
+
+# free_ports N: N distinct free TCP ports on 127.0.0.1, on one line
+# (held open together while they are picked: two calls of free_port
+# can return the same port, and did: a gateway's NBD and metrics
+# listeners then fought over it).
+free_ports ()
+{
+  python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
 }
 
 _hhc_stop_gateway ()

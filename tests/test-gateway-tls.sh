@@ -15,8 +15,7 @@ source "$(dirname "$0")/tgtd.sh"
 gateway=$abs_top_builddir/appliance/hhc-gateway
 [ -x "$gateway" ] || fail "$gateway: not built"
 
-nbd_port=$(free_port)
-http_port=$(free_port)
+read -r nbd_port http_port < <(free_ports 2)
 truncate -s 16M "$tmp/a.img"
 start_tgtd
 truncate -s 16M "$tmp/lun.img"
@@ -50,7 +49,7 @@ start_gateway "$gateway" "$tmp/gateway.json"
 tls_uri="nbds://alice@127.0.0.1:$nbd_port/a?tls-psk-file=$tmp/keys.psk"
 serves ()
 {
-  nbdinfo --size "$1" >/dev/null 2>&1
+  timeout 10 nbdinfo --size "$1" >/dev/null 2>&1
 }
 poll_until 60 serves "$tls_uri" || fail "the export does not answer over TLS-PSK"
 nbdsh -c "h.set_uri_allow_local_file(True)" -c "h.connect_uri('$tls_uri')" -c '

@@ -22,8 +22,7 @@ start_s3rver vols
 printf '%s\n%s\n' "$s3_access_key" "$s3_secret_key" >"$tmp/cos.cred"
 chmod 600 "$tmp/cos.cred"
 
-nbd_port=$(free_port)
-http_port=$(free_port)
+read -r nbd_port http_port < <(free_ports 2)
 truncate -s 32M "$tmp/a.img" "$tmp/c.img"
 
 # write_config N [VARIANT...]: a config with the first N of the volumes
@@ -93,7 +92,7 @@ running ()
 }
 listed ()
 {
-  nbdinfo --list "$(uri a)" 2>/dev/null >"$tmp/list" &&
+  timeout 10 nbdinfo --list "$(uri a)" 2>/dev/null >"$tmp/list" &&
     [ "$(grep -c '^export=' "$tmp/list")" -eq "$1" ]
 }
 

@@ -318,6 +318,12 @@ static const struct error_case error_cases[] = {
     "{\"metrics\": \"on\", \"volumes\": [{\"name\": \"a\", \"backend\": "
     "{\"type\": \"file\", \"path\": \"/x\"}, \"cache\": \"/c\"}]}",
     "t.json:1:13: metrics: must be an object or false" },
+  { "metrics_on_nbd_port",
+    "{\"listen\": {\"port\": 9000}, \"metrics\": {\"address\": \"0.0.0.0\", "
+    "\"port\": 9000}, \"volumes\": [{\"name\": \"a\", \"backend\": "
+    "{\"type\": \"file\", \"path\": \"/x\"}, \"cache\": \"/c\"}]}",
+    "t.json:1:39: metrics: port 9000 is the NBD listen port too: give the "
+    "metrics or the NBD listener another port" },
   { "restart_min",
     "{\"restart\": {\"min_ms\": 5}, \"volumes\": [{\"name\": \"a\", "
     "\"backend\": {\"type\": \"file\", \"path\": \"/x\"}, \"cache\": \"/c\"}]}",
