@@ -42,12 +42,16 @@
  *   both_fail      both mirrors fail on one write while no FLUSH can
  *                  fall back: neither is voided, and the first alone
  *                  replays every block (found by the third review).
+ *   idle_proof     a mirror that fails right before the volume goes
+ *                  idle is voided by the idle writer's own proof
+ *                  (found by the fifth review: it stayed un-owed).
  */
 #include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log-helpers.h"
 #include "log.h"
@@ -503,13 +507,48 @@ test_both_fail (void **state)
   (void)state;
 }
 
+/* ---- a failure right before the volume goes idle ---- */
+
+/* Mirror 1 fails once on the last segment before the volume goes idle:
+ * no later barrier proves mirror 0 outlived it, so the idle writer
+ * makes that proof with a sync of its own (log_prove_failed) and voids
+ * mirror 1, without a close (polled for at most 20 s; the writer's idle
+ * tries come every second).
+ */
+static void
+test_idle_proof (void **state)
+{
+  struct env e;
+  struct log_sb sb;
+  int r = 0;
+
+  quiet_env_init (&e, 2);
+  open_write_eight (&e);
+  pdev_fail_once (e.logs[1].pd, 0);
+  env_write (&e, 8, 18, false);
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  for (unsigned n = 0; n < 2000 && (r = sb_state (e.logs[1].cd, &sb)) != ESTALE;
+       n++)
+    nanosleep (&(struct timespec){ 0, 10000000 }, NULL);
+  if (r != ESTALE)
+    fail_msg ("the failed mirror was not voided while the volume was idle");
+  env_close (&e);
+  env_free (&e);
+  (void)state;
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_torn_update),      cmocka_unit_test (test_torn_void),
-    cmocka_unit_test (test_rejoined_torn),    cmocka_unit_test (test_disagree),
-    cmocka_unit_test (test_behind_then_fail), cmocka_unit_test (test_both_fail),
+    cmocka_unit_test (test_torn_update),
+    cmocka_unit_test (test_torn_void),
+    cmocka_unit_test (test_rejoined_torn),
+    cmocka_unit_test (test_disagree),
+    cmocka_unit_test (test_behind_then_fail),
+    cmocka_unit_test (test_both_fail),
+    cmocka_unit_test (test_idle_proof),
     cmocka_unit_test (test_join_then_fail),
   };
   test_filter_from_env ();
