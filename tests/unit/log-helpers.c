@@ -225,35 +225,36 @@ quiet_env_init (struct env *e, unsigned nlogs)
 /* nlogs mirrors, the SSD, the mirrors and the backend on one power
  * supply, no write-back but the FLUSHes'.
  */
-void
-pw_env_init (struct env *e, struct power *pw, unsigned nlogs)
+/* Put e's SSD, its mirrors and their crash devices on the switch pw. */
+static void
+pw_attach (struct env *e, struct power *pw)
 {
   struct hhc_dev *cd[MAX_DEVS];
 
-  quiet_env_init (e, nlogs);
-  power_init (pw, e->mb);
-  e->be.pw = pw;
   to_pdev (e->ssd.pd)->pw = pw;
   cd[0] = e->ssd.cd;
-  for (unsigned i = 0; i < nlogs; i++)
+  for (unsigned i = 0; i < e->nlogs; i++)
     {
       to_pdev (e->logs[i].pd)->pw = pw;
       cd[1 + i] = e->logs[i].cd;
     }
-  power_set_devs (pw, cd, 1 + nlogs);
+  power_set_devs (pw, cd, 1 + e->nlogs);
+}
+
+void
+pw_env_init (struct env *e, struct power *pw, unsigned nlogs)
+{
+  quiet_env_init (e, nlogs);
+  power_init (pw, e->mb);
+  e->be.pw = pw;
+  pw_attach (e, pw);
 }
 
 void
 pw_env_new_ssd (struct env *e, struct power *pw)
 {
-  struct hhc_dev *cd[MAX_DEVS];
-
   env_new_ssd (e);
-  to_pdev (e->ssd.pd)->pw = pw;
-  cd[0] = e->ssd.cd;
-  for (unsigned i = 0; i < e->nlogs; i++)
-    cd[1 + i] = e->logs[i].cd;
-  power_set_devs (pw, cd, 1 + e->nlogs);
+  pw_attach (e, pw);
 }
 
 void
