@@ -10,11 +10,15 @@
  * sync moves every pending write into durable.  A FUA write goes to
  * durable at once (and into the pending writes it overlaps, which it
  * followed: keeping them at a crash must not undo it).  crash applies
- * a chosen subset of pending writes to durable (in order), records the
- * newest one it dropped, copies durable to current and marks the
- * device dead.  An unreadable range (a torn write on an HDD) fails the
- * reads that touch it until writes cover it (a write in its middle
- * keeps only the larger rest).
+ * a chosen subset of pending writes to durable (in order; with the
+ * seeded coin, a dropped write of several 4 KiB pieces lands in part
+ * half the time: each piece kept or not, as a disk's cache destages in
+ * any order), records the newest writes it dropped, copies durable to
+ * current and marks the device dead.  An unreadable range (a torn
+ * write on an HDD) fails the reads that touch it until writes cover it
+ * (a write in its middle keeps only the larger rest); a write heals
+ * what reads see at once, the medium only once it is durable (a cut
+ * that drops it leaves the bytes unreadable again).
  */
 #include <config.h>
 
@@ -36,9 +40,9 @@ struct crash_dev {
   unsigned char *current;
   struct pending_vec pending;
   bool dead;
-  uint64_t lost_off;       /* the newest write the last crash dropped */
-  size_t lost_len;         /* 0: none */
-  struct crashdev_bad bad; /* unreadable bytes (crashdev_set_bad) */
+  struct crashdev_lost lost; /* what the last crash dropped */
+  struct crashdev_bad bad;   /* unreadable bytes, as reads see them */
+  struct crashdev_bad dbad;  /* and on the medium (durable writes heal) */
 };
 
 static struct crash_dev *
@@ -66,13 +70,13 @@ crash_pread (struct hhc_dev *d, void *buf, size_t len, uint64_t off)
  * disk remaps a sector it writes); each range keeps its larger rest.
  */
 static void
-heal (struct crash_dev *c, uint64_t off, size_t len)
+heal (struct crashdev_bad *bad, uint64_t off, size_t len)
 {
   unsigned k = 0;
 
-  for (unsigned i = 0; i < c->bad.n; i++)
+  for (unsigned i = 0; i < bad->n; i++)
     {
-      uint64_t b0 = c->bad.off[i], b1 = b0 + c->bad.len[i];
+      uint64_t b0 = bad->off[i], b1 = b0 + bad->len[i];
       if (off < b1 && off + len > b0)
         {
           if (off > b0 && (off - b0 >= b1 - HHC_MIN (b1, off + len)))
@@ -82,11 +86,11 @@ heal (struct crash_dev *c, uint64_t off, size_t len)
         }
       if (b1 > b0)
         {
-          c->bad.off[k] = b0;
-          c->bad.len[k++] = b1 - b0;
+          bad->off[k] = b0;
+          bad->len[k++] = b1 - b0;
         }
     }
-  c->bad.n = k;
+  bad->n = k;
 }
 
 static int
@@ -108,7 +112,7 @@ crash_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
       return ENOMEM;
     }
   memcpy (c->current + off, buf, len);
-  heal (c, off, len);
+  heal (&c->bad, off, len);
   return 0;
 }
 
@@ -123,7 +127,8 @@ crash_pwrite_fua (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
     return EIO;
   memcpy (c->current + off, buf, len);
   memcpy (c->durable + off, buf, len);
-  heal (c, off, len);
+  heal (&c->bad, off, len);
+  heal (&c->dbad, off, len);
   for (size_t i = 0; i < c->pending.len; i++)
     {
       struct pending *p = &c->pending.ptr[i];
@@ -158,6 +163,7 @@ crash_sync (struct hhc_dev *d)
       memcpy (c->durable + p->off, p->data, p->len);
     }
   drop_pending (c);
+  c->dbad = c->bad; /* every write reads saw is durable now */
   return 0;
 }
 
@@ -209,6 +215,44 @@ crashdev_pending (struct hhc_dev *d)
   return c->pending.len;
 }
 
+/* Note a write the crash dropped (in whole or in part): the newest
+ * CRASHDEV_LOST_MAX are kept, oldest first.
+ */
+static void
+note_lost (struct crashdev_lost *l, uint64_t off, size_t len)
+{
+  if (l->n == CRASHDEV_LOST_MAX)
+    {
+      memmove (l->off, l->off + 1, sizeof l->off[0] * (l->n - 1));
+      memmove (l->len, l->len + 1, sizeof l->len[0] * (l->n - 1));
+      l->n--;
+    }
+  l->off[l->n] = off;
+  l->len[l->n++] = len;
+}
+
+/* Apply the pieces of p that a seeded coin keeps (a write the cache
+ * destaged in part); true if it kept every piece.
+ */
+static bool
+apply_pieces (struct crash_dev *c, const struct pending *p, unsigned *seed)
+{
+  bool all = true;
+
+  for (size_t o = 0; o < p->len; o += CRASHDEV_PIECE)
+    {
+      size_t n = HHC_MIN (CRASHDEV_PIECE, p->len - o);
+      if (rand_r (seed) & 1)
+        {
+          memcpy (c->durable + p->off + o, p->data + o, n);
+          heal (&c->dbad, p->off + o, n);
+        }
+      else
+        all = false;
+    }
+  return all;
+}
+
 void
 crashdev_crash (struct hhc_dev *d, unsigned seed,
                 bool (*keep) (size_t i, void *opaque), void *opaque)
@@ -216,21 +260,27 @@ crashdev_crash (struct hhc_dev *d, unsigned seed,
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  c->lost_len = 0;
+  c->lost.n = c->lost.partial = 0;
   for (size_t i = 0; i < c->pending.len; i++)
     {
       struct pending *p = &c->pending.ptr[i];
       bool k = keep ? keep (i, opaque) : (rand_r (&seed) & 1);
       if (k)
-        memcpy (c->durable + p->off, p->data, p->len);
-      else
         {
-          c->lost_off = p->off;
-          c->lost_len = p->len;
+          memcpy (c->durable + p->off, p->data, p->len);
+          heal (&c->dbad, p->off, p->len);
+        }
+      else if (keep || p->len <= CRASHDEV_PIECE || (rand_r (&seed) & 1))
+        note_lost (&c->lost, p->off, p->len);
+      else if (!apply_pieces (c, p, &seed))
+        {
+          note_lost (&c->lost, p->off, p->len);
+          c->lost.partial++;
         }
     }
   drop_pending (c);
   memcpy (c->current, c->durable, d->size);
+  c->bad = c->dbad;
   c->dead = true;
 }
 
@@ -240,9 +290,27 @@ crashdev_last_lost (struct hhc_dev *d, uint64_t *off, size_t *len)
   struct crash_dev *c = to_crash (d);
   HHC_SCOPED_LOCK (&c->lock);
 
-  *off = c->lost_off;
-  *len = c->lost_len;
-  return c->lost_len > 0;
+  *off = c->lost.n ? c->lost.off[c->lost.n - 1] : 0;
+  *len = c->lost.n ? c->lost.len[c->lost.n - 1] : 0;
+  return c->lost.n > 0;
+}
+
+void
+crashdev_get_lost (struct hhc_dev *d, struct crashdev_lost *l)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  *l = c->lost;
+}
+
+void
+crashdev_peek (struct hhc_dev *d, void *buf)
+{
+  struct crash_dev *c = to_crash (d);
+  HHC_SCOPED_LOCK (&c->lock);
+
+  memcpy (buf, c->current, d->size);
 }
 
 void
@@ -264,6 +332,7 @@ crashdev_set_bad (struct hhc_dev *d, uint64_t off, size_t len)
   c->bad.n = len > 0;
   c->bad.off[0] = off;
   c->bad.len[0] = len;
+  c->dbad = c->bad;
 }
 
 void
@@ -284,6 +353,7 @@ crashdev_add_bad (struct hhc_dev *d, uint64_t off, size_t len)
     }
   c->bad.off[c->bad.n] = off;
   c->bad.len[c->bad.n++] = len;
+  c->dbad = c->bad;
 }
 
 void
@@ -302,6 +372,7 @@ crashdev_set_bads (struct hhc_dev *d, const struct crashdev_bad *b)
   HHC_SCOPED_LOCK (&c->lock);
 
   c->bad = *b;
+  c->dbad = *b;
 }
 
 void
@@ -312,6 +383,7 @@ crashdev_restart (struct hhc_dev *d)
 
   drop_pending (c);
   memcpy (c->current, c->durable, d->size);
+  c->bad = c->dbad;
   c->dead = false;
 }
 

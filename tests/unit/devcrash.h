@@ -21,18 +21,34 @@
 int crashdev_create (uint64_t size, struct hhc_dev **devp);
 /* Number of writes not yet synced. */
 size_t crashdev_pending (struct hhc_dev *dev);
+#define CRASHDEV_PIECE 4096
 /* Cut the power (see above). */
 void crashdev_crash (struct hhc_dev *dev, unsigned seed,
                      bool (*keep) (size_t i, void *opaque), void *opaque);
 /* Power back on: reads see the durable image, writes work again. */
 void crashdev_restart (struct hhc_dev *dev);
-/* The newest unsynced write the last crashdev_crash dropped: false if
- * it dropped none.
+/* The newest unsynced write the last crashdev_crash dropped (in whole
+ * or in part): false if it dropped none.
  */
 bool crashdev_last_lost (struct hhc_dev *dev, uint64_t *off, size_t *len);
+/* The newest CRASHDEV_LOST_MAX of them, oldest first. */
+#define CRASHDEV_LOST_MAX 4
+struct crashdev_lost {
+  unsigned n;
+  unsigned partial; /* of the crash's dropped writes, landed in part */
+  uint64_t off[CRASHDEV_LOST_MAX];
+  size_t len[CRASHDEV_LOST_MAX];
+};
+void crashdev_get_lost (struct hhc_dev *dev, struct crashdev_lost *l);
+/* Copy what reads see, unreadable bytes included, into buf (the
+ * device's size).
+ */
+void crashdev_peek (struct hhc_dev *dev, void *buf);
 /* Unreadable bytes, as writes torn by power cuts can leave a disk's
  * sectors: reads that touch them fail with EIO; a later write heals
- * what it covers (one in the middle: the smaller rest too).  Up to
+ * what it covers (one in the middle: the smaller rest too) for reads
+ * at once, and for good once it is durable (a crash that drops it
+ * leaves them unreadable).  Setting ranges sets both.  Up to
  * CRASHDEV_BAD_MAX ranges a device (adding one more drops the oldest);
  * kept across crashes and restarts.
  */

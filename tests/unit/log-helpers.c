@@ -1,5 +1,6 @@
 /* The log tests' failures and their environment for the directed
- * tests (see log-helpers.h; the devices and the backend: log-power.c).
+ * tests (see log-helpers.h; the power switch: log-power.c; the devices
+ * and the backend behind it: log-pdev.c).
  */
 #include <config.h>
 

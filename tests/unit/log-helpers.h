@@ -97,19 +97,26 @@ struct power {
   struct pdev *only; /* atomic: count only its calls after a fault */
   /* Torn tails: a cut leaves part of the newest write it dropped on a
    * log device (a run of its 4 KiB pieces, or all of it) unreadable
-   * after the restore, as an HDD's interrupted write can (until a write
-   * covers it); a superblock's or the void mark's too.  Not modelled: a
-   * torn FUA write (never pending), pieces that are not one run, torn
-   * writes other than the newest dropped one, and a write that heals
-   * unreadable bytes but is then dropped by a cut (the crash device heals
-   * when a write is issued, not when it is durable).
+   * after the restore, as an HDD's interrupted write can (until a
+   * durable write covers it); a superblock's or the void mark's too.
+   * A quarter of the time an older dropped write is torn as well.  A
+   * FUA write the cut falls on (in flight: it never returns) lands in
+   * part (some of its pieces), or on a log device is torn half the
+   * time.  Not modelled: torn pieces that are not one run, and torn
+   * bytes on the SSD (device 0).
    */
   bool torn_tails;
-  uint64_t bad_off[MAX_DEVS];
-  size_t bad_len[MAX_DEVS];          /* 0: none */
-  struct crashdev_bad was[MAX_DEVS]; /* unreadable at the cut */
-  uint64_t torn;                     /* cuts that left one, since power_init */
-  uint64_t torn_sb;                  /* of them, in the superblock area */
+  struct crashdev_bad tear[MAX_DEVS]; /* what this cut tears */
+  struct crashdev_bad was[MAX_DEVS];  /* unreadable after the cut */
+  const void *fua_buf;                /* the FUA write the cut fell on */
+  struct hhc_dev *fua_dev;            /* its device (inner), or NULL */
+  uint64_t fua_off;
+  size_t fua_len;
+  uint64_t torn;       /* cuts that left one, since power_init */
+  uint64_t torn_sb;    /* of them, in the superblock area */
+  uint64_t torn_older; /* older dropped writes torn */
+  uint64_t fua_cuts;   /* cuts that fell on a FUA write */
+  uint64_t partial;    /* dropped writes that landed in part */
 };
 
 void power_init (struct power *pw, struct membackend *mb);
@@ -130,6 +137,24 @@ void power_arm_after_fault (struct power *pw, uint64_t at, unsigned seed,
                             bool revert_backend, struct hhc_dev *pd);
 /* Put the snapshot back (no volume open) and disarm. */
 void power_restore (struct power *pw);
+
+/* For the devices behind the switch (log-pdev.c). */
+/* The call a cut may fall on: kind 0 read (not counted), 1 write, 2
+ * sync or FUA write; p the device (NULL: the backend); fua_buf, off and
+ * len a FUA write's (fua_buf NULL: none).
+ */
+struct pcall {
+  int kind;
+  struct pdev *p;
+  const void *fua_buf;
+  uint64_t off;
+  size_t len;
+};
+
+void power_enter_call (struct power *pw, const struct pcall *c);
+/* A call without a FUA write's bytes. */
+void power_enter (struct power *pw, int kind, struct pdev *p);
+void power_leave (struct power *pw);
 
 /* ---- pdev: a device behind the switch, with faults and latency ---- */
 

@@ -190,6 +190,42 @@ test_crash_seeded (void **state)
   assert_true (differ);
 }
 
+/* A seeded cut lands a dropped write of four 4 KiB pieces in part
+ * for some seeds (some pieces new, some old, the write recorded as
+ * lost), whole or not at all for others.
+ */
+static void
+test_crash_partial (void **state)
+{
+  unsigned seen[3] = { 0 }; /* none, part, all */
+  unsigned char buf[4 * CRASHDEV_PIECE];
+
+  for (unsigned seed = 0; seed < 64; seed++)
+    {
+      struct hhc_dev *d;
+      unsigned kept = 0;
+      uint64_t off;
+      size_t len;
+      assert_int_equal (crashdev_create (65536, &d), 0);
+      fill (buf, sizeof buf, 'P');
+      assert_int_equal (dev_pwrite (d, buf, sizeof buf, 8192), 0);
+      crashdev_crash (d, seed, NULL, NULL);
+      crashdev_restart (d);
+      for (unsigned k = 0; k < 4; k++)
+        {
+          bool n
+              = region_is (d, 8192 + k * CRASHDEV_PIECE, CRASHDEV_PIECE, 'P');
+          assert_true (
+              n || region_is (d, 8192 + k * CRASHDEV_PIECE, CRASHDEV_PIECE, 0));
+          kept += n;
+        }
+      assert_int_equal (crashdev_last_lost (d, &off, &len), kept < 4);
+      seen[kept == 0 ? 0 : kept < 4 ? 1 : 2]++;
+      crashdev_destroy (d);
+    }
+  assert_true (seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+}
+
 /* Unreadable bytes (a torn write on an HDD): reads touching them
  * fail, a write heals what it covers (the larger rest stays), and
  * they outlast a crash and a restart; the newest dropped write is
@@ -229,10 +265,24 @@ test_unreadable (void **state)
   crashdev_crash (d, 0, keep_first, NULL); /* drops 12288 and 32768 */
   crashdev_restart (d);
   assert_int_equal (dev_pread (d, buf, 512, 14336), EIO);
+  /* The dropped write's heal is undone: [10K, 16K) unreadable again. */
+  assert_int_equal (dev_pread (d, buf, 512, 12288), EIO);
+  crashdev_get_bad (d, &off, &len);
+  assert_int_equal (off, 10240);
+  assert_int_equal (len, 6144);
+  struct crashdev_lost l;
+  crashdev_get_lost (d, &l);
+  assert_int_equal (l.n, 2);
+  assert_int_equal (l.off[0], 12288);
   assert_true (crashdev_last_lost (d, &off, &len));
   assert_int_equal (off, 32768);
   assert_int_equal (len, 512);
-  assert_int_equal (dev_pwrite (d, buf, 4096, 13312), 0); /* covers it */
+  /* A synced write heals for good; a FUA write too. */
+  assert_int_equal (dev_pwrite (d, buf, 4096, 12288), 0);
+  assert_int_equal (dev_sync (d), 0);
+  assert_int_equal (dev_pwrite_fua (d, buf, 2048, 10240), 0);
+  crashdev_crash (d, 0, keep_first, NULL);
+  crashdev_restart (d);
   crashdev_get_bad (d, &off, &len);
   assert_int_equal (len, 0);
   assert_int_equal (dev_pread (d, buf, 4096, 12288), 0);
@@ -264,6 +314,7 @@ main (void)
     cmocka_unit_test (test_crash_keeps_subset),
     cmocka_unit_test (test_crash_order),
     cmocka_unit_test (test_crash_seeded),
+    cmocka_unit_test (test_crash_partial),
     cmocka_unit_test (test_unreadable),
   };
   test_filter_from_env ();
