@@ -4,20 +4,26 @@
  * writes.
  *
  *   nbdkit powercut.so file=IMAGE journal=JOURNAL [lie=true] [bad=FILE]
- *                      [fua=false]
+ *                      [fua=false] [flush-ms=MS]
  *
  * lie=true makes FLUSH a no-op that keeps the journal: a disk that
  * acknowledges flushes it does not do, for checking that the campaign
  * notices lost data.
  *
- * bad=FILE: "OFFSET LENGTH" (powercut-apply's BAD-FILE), bytes that a
- * torn write left unreadable: a read that touches them fails with EIO
- * until a write covers them (what it covers is healed, and FILE
- * rewritten at once, since the server is killed, not stopped).  A
- * missing or empty FILE: none.
+ * bad=FILE: lines of "OFFSET LENGTH" (powercut-apply's BAD-FILE), bytes
+ * that torn writes left unreadable: a read that touches them fails
+ * with EIO until a write covers them.  What a write covers reads again
+ * at once; FILE (the medium) says so once the write is durable (a
+ * FLUSH, a FUA write: FILE is rewritten then, since the server is
+ * killed, not stopped; powercut-apply heals it by the writes a cut
+ * keeps).  A missing or empty FILE: none.
  *
  * fua=false: the disk offers no FUA (clients write, then flush: what
  * they wrote before a flush may be lost or torn).
+ *
+ * flush-ms=MS: a FLUSH takes MS ms before it makes the writes durable
+ * (an HDD's cache flush takes a rotation or more), so that a cut falls
+ * between a write and its flush as often as on such a disk.
  */
 #include <config.h>
 
@@ -28,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
@@ -39,7 +46,9 @@ static char *file, *journal, *badfile;
 static int fd = -1, jfd = -1;
 static int lie;
 static int fua = 1;
-static uint64_t bad_off, bad_len; /* unreadable (bad=) */
+static unsigned flush_ms;
+static struct pc_bad seen;  /* unreadable, as reads see it */
+static struct pc_bad media; /* and on the medium (bad=) */
 
 static int
 pc_config (const char *key, const char *value)
@@ -55,6 +64,11 @@ pc_config (const char *key, const char *value)
     {
       fua = nbdkit_parse_bool (value);
       return fua == -1 ? -1 : 0;
+    }
+  else if (strcmp (key, "flush-ms") == 0)
+    {
+      if (nbdkit_parse_unsigned ("flush-ms", value, &flush_ms) == -1)
+        return -1;
     }
   else if (strcmp (key, "journal") == 0)
     {
@@ -89,50 +103,58 @@ pc_get_ready (void)
       nbdkit_error ("powercut: %s or %s: %m", file, journal);
       return -1;
     }
-  FILE *f = badfile ? fopen (badfile, "r") : NULL;
-  if (f)
+  if (badfile && pc_bad_load (badfile, &media) == -1)
     {
-      if (fscanf (f, "%" SCNu64 " %" SCNu64, &bad_off, &bad_len) != 2)
-        bad_off = bad_len = 0;
-      fclose (f);
+      nbdkit_error ("powercut: %s: %m", badfile);
+      return -1;
     }
+  seen = media;
   return 0;
 }
 
-/* A write over [offset, +count) heals the unreadable bytes it covers
- * (one in the middle: the larger rest stays), and bad= says so.
- */
+/* Save the medium's unreadable bytes in bad=. */
 static int
-heal (uint32_t count, uint64_t offset)
+save_media (void)
 {
-  uint64_t end = offset + count, bend = bad_off + bad_len;
-  FILE *f;
-
-  if (bad_len == 0 || end <= bad_off || offset >= bend)
-    return 0;
-  if (offset <= bad_off && end >= bend)
-    bad_len = 0;
-  else if (offset <= bad_off)
-    {
-      bad_len = bend - end;
-      bad_off = end;
-    }
-  else if (end >= bend || offset - bad_off >= bend - end)
-    bad_len = offset - bad_off;
-  else
-    {
-      bad_len = bend - end;
-      bad_off = end;
-    }
-  f = fopen (badfile, "w");
-  if (f == NULL
-      || fprintf (f, "%" PRIu64 " %" PRIu64 "\n", bad_off, bad_len) < 0
-      || fclose (f) == EOF)
+  if (pc_bad_save (badfile, &media) == -1)
     {
       nbdkit_error ("powercut: %s: %m", badfile);
       return -1;
     }
   return 0;
+}
+
+static bool
+bad_same (const struct pc_bad *a, const struct pc_bad *b)
+{
+  if (a->n != b->n)
+    return false;
+  for (unsigned i = 0; i < a->n; i++)
+    if (a->off[i] != b->off[i] || a->len[i] != b->len[i])
+      return false;
+  return true;
+}
+
+/* Every write is durable: what reads see is the medium's. */
+static int
+settle (void)
+{
+  if (badfile == NULL || bad_same (&media, &seen))
+    return 0;
+  media = seen;
+  return save_media ();
+}
+
+/* A FUA write over [offset, +count) is durable: it heals the medium. */
+static int
+settle_fua (uint32_t count, uint64_t offset)
+{
+  struct pc_bad was = media;
+
+  if (badfile == NULL)
+    return 0;
+  pc_bad_heal (&media, offset, count);
+  return bad_same (&was, &media) ? 0 : save_media ();
 }
 
 static void
@@ -181,7 +203,7 @@ pc_can_flush (void *h)
 static int
 pc_pread (void *h, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  if (bad_len && offset < bad_off + bad_len && bad_off < offset + count)
+  if (pc_bad_hits (&seen, offset, count))
     {
       nbdkit_error ("powercut: read at %llu: unreadable sectors (bad=)",
                     (unsigned long long)offset);
@@ -236,13 +258,13 @@ journalled_write (const void *buf, uint32_t count, uint64_t offset,
   if (pread (fd, old, count, offset) != (ssize_t)count
       || all (jfd, &rec, sizeof rec) == -1 || all (jfd, old, count) == -1
       || all (jfd, buf, count) == -1
-      || pwrite (fd, buf, count, offset) != (ssize_t)count
-      || heal (count, offset) == -1)
+      || pwrite (fd, buf, count, offset) != (ssize_t)count)
     {
       nbdkit_error ("powercut: write at %llu: %m", (unsigned long long)offset);
       goto out;
     }
-  r = 0;
+  pc_bad_heal (&seen, offset, count);
+  r = (flags & NBDKIT_FLAG_FUA) ? settle_fua (count, offset) : 0;
 out:
   free (old);
   free (zeros);
@@ -267,8 +289,18 @@ pc_zero (void *h, uint32_t count, uint64_t offset, uint32_t flags)
 static int
 pc_flush (void *h, uint32_t flags)
 {
-  /* Everything written so far is durable: nothing for a cut to lose. */
-  if (!lie && ftruncate (jfd, 0) == -1)
+  if (flush_ms)
+    {
+      struct timespec ts
+          = { flush_ms / 1000, (long)(flush_ms % 1000) * 1000000 };
+      nanosleep (&ts, NULL);
+    }
+  /* Everything written so far is durable: nothing for a cut to lose
+   * (the medium's unreadable bytes are saved first: a kill between the
+   * two leaves writes that are durable still journalled, not healed
+   * bytes unreadable).
+   */
+  if (!lie && (settle () == -1 || ftruncate (jfd, 0) == -1))
     {
       nbdkit_error ("powercut: ftruncate: %m");
       errno = EIO;

@@ -6,11 +6,12 @@
  * (each kept with probability KEEP-PERCENT, default 50; one in eight
  * of the kept ones torn: only its first K physical sectors of 4 KiB,
  * the unit that today's disks write atomically).  With BAD-FILE (an
- * HDD), the newest write dropped leaves sectors unreadable, as an
- * interrupted write can: all of it, or half the time a run of its
- * 4 KiB pieces; BAD-FILE gets "OFFSET LENGTH" (the plugin's bad=, one
- * range a disk: it replaces the one there).  Empties JOURNAL.  Prints
- * how many writes were kept, torn and dropped, and what is unreadable.
+ * HDD: the plugin's bad=, the medium's unreadable ranges), the writes
+ * replayed heal what they cover, and the newest write dropped leaves
+ * sectors unreadable, as an interrupted write can (a quarter of the
+ * time an older dropped one too): all of it, or half the time a run of
+ * its 4 KiB pieces.  Empties JOURNAL.  Prints how many writes were
+ * kept, torn and dropped, and what is now unreadable.
  */
 #include <config.h>
 
@@ -42,14 +43,11 @@ next (void)
   return rng;
 }
 
-/* The dropped write rec leaves sectors unreadable: record them in
- * badfile (and say so on the summary line).
- */
-static int
-unreadable (const char *badfile, const struct powercut_rec *rec)
+/* The dropped write rec leaves sectors unreadable: add them to bad. */
+static void
+unreadable (struct pc_bad *bad, const struct powercut_rec *rec)
 {
   uint64_t off = rec->offset, len = rec->length, n = len / TEAR;
-  FILE *f;
 
   if (n > 1 && len % TEAR == 0 && next () % 2)
     {
@@ -57,12 +55,22 @@ unreadable (const char *badfile, const struct powercut_rec *rec)
       off += first * TEAR;
       len = TEAR * (1 + next () % (n - first));
     }
-  f = fopen (badfile, "w");
-  if (f == NULL || fprintf (f, "%" PRIu64 " %" PRIu64 "\n", off, len) < 0
-      || fclose (f) == EOF)
-    return -1;
+  pc_bad_add (bad, off, len);
   printf (", %" PRIu64 "+%" PRIu64 " unreadable", off, len);
-  return 0;
+}
+
+/* The medium after the cut: the writes replayed healed what they
+ * covered (done), the dropped ones tear; save it.
+ */
+static int
+tear (const char *badfile, struct pc_bad *bad, const struct w *ws,
+      const size_t *lost, size_t nlost)
+{
+  if (nlost > 0)
+    unreadable (bad, &ws[lost[nlost - 1]].rec);
+  if (nlost > 1 && next () % 4 == 0)
+    unreadable (bad, &ws[lost[next () % (nlost - 1)]].rec);
+  return pc_bad_save (badfile, bad);
 }
 
 int
@@ -74,7 +82,8 @@ main (int argc, char *argv[])
   size_t n = 0, cap = 0, kept = 0, torn = 0;
   unsigned keep = argc > 4 ? atoi (argv[4]) : 50;
   const char *badfile = argc > 5 ? argv[5] : NULL;
-  size_t lost = SIZE_MAX; /* the newest write dropped (none) */
+  size_t *lost = NULL, nlost = 0; /* the writes dropped */
+  struct pc_bad bad = { 0 };
 
   if (argc < 4)
     {
@@ -88,6 +97,11 @@ main (int argc, char *argv[])
   if (fd == -1 || j == NULL)
     {
       perror ("powercut-apply: open");
+      return 2;
+    }
+  if (badfile && pc_bad_load (badfile, &bad) == -1)
+    {
+      perror (badfile);
       return 2;
     }
   for (;;)
@@ -128,12 +142,15 @@ main (int argc, char *argv[])
   for (size_t i = n; i-- > 0;)
     if (pwrite (fd, ws[i].old, ws[i].rec.length, ws[i].rec.offset) < 0)
       return 2;
+  lost = calloc (n + 1, sizeof *lost);
+  if (lost == NULL)
+    return 2;
   for (size_t i = 0; i < n; i++)
     {
       uint32_t len = ws[i].rec.length;
       if (!(ws[i].rec.flags & POWERCUT_DURABLE) && next () % 100 >= keep)
         {
-          lost = i;
+          lost[nlost++] = i;
           continue;
         }
       kept++;
@@ -147,6 +164,7 @@ main (int argc, char *argv[])
         }
       if (pwrite (fd, ws[i].new, len, ws[i].rec.offset) < 0)
         return 2;
+      pc_bad_heal (&bad, ws[i].rec.offset, len);
     }
   if (fsync (fd) == -1 || close (fd) == -1 || truncate (argv[2], 0) == -1)
     {
@@ -155,7 +173,7 @@ main (int argc, char *argv[])
     }
   printf ("powercut: %zu unflushed writes: %zu kept (%zu torn), %zu lost", n,
           kept, torn, n - kept);
-  if (badfile && lost != SIZE_MAX && unreadable (badfile, &ws[lost].rec) == -1)
+  if (badfile && tear (badfile, &bad, ws, lost, nlost) == -1)
     {
       perror (badfile);
       return 2;
@@ -167,5 +185,6 @@ main (int argc, char *argv[])
       free (ws[i].new);
     }
   free (ws);
+  free (lost);
   return 0;
 }

@@ -9,10 +9,17 @@
  * replay a random subset of them in their order, some torn at a 4 KiB
  * boundary; durable ones are always replayed whole.  The result is a
  * state a disk with a volatile write cache may be left in.
+ *
+ * An HDD's bytes that torn writes left unreadable (bad=, BAD-FILE) are
+ * up to PC_BAD_MAX ranges.  A write makes what it covers readable for
+ * reads at once, and for good once it is durable (a FLUSH, a FUA
+ * write, or powercut-apply keeping it): a cut that drops it leaves them
+ * unreadable again.
  */
 #ifndef HHC_POWERCUT_H
 #define HHC_POWERCUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define POWERCUT_MAGIC 0x3143455243545550ULL /* "PUTCREC1" */
@@ -24,5 +31,19 @@ struct powercut_rec {
   uint32_t length; /* followed by length old bytes, then length new */
   uint32_t flags;
 };
+
+#define PC_BAD_MAX 4
+struct pc_bad {
+  unsigned n;
+  uint64_t off[PC_BAD_MAX];
+  uint64_t len[PC_BAD_MAX];
+};
+
+/* badranges.c.  load: a missing file holds none; -1 with errno. */
+int pc_bad_load (const char *file, struct pc_bad *b);
+int pc_bad_save (const char *file, const struct pc_bad *b);
+bool pc_bad_hits (const struct pc_bad *b, uint64_t off, uint64_t len);
+void pc_bad_heal (struct pc_bad *b, uint64_t off, uint64_t len);
+void pc_bad_add (struct pc_bad *b, uint64_t off, uint64_t len);
 
 #endif /* HHC_POWERCUT_H */
