@@ -42,12 +42,13 @@
  * not make an earlier write durable: only while nothing was written
  * without a sync since the last one (m->plain; log-pipeline.c keeps the
  * same rule).  The serial writer's mirrors: one io at a time each.
+ * With pipelined barriers m->plain is the lanes' (m->piped).
  */
 static int
 do_io (struct mirror *m, const struct io *io)
 {
-  bool fua = io->sync && !io->sync_only && io->n > 0 && !m->plain
-             && dev_can_fua (m->dev);
+  bool fua = io->sync && !io->sync_only && io->n > 0 && !m->piped
+             && !m->plain && dev_can_fua (m->dev);
   int r = 0;
 
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)
@@ -61,7 +62,7 @@ do_io (struct mirror *m, const struct io *io)
     r = mirror_fsync (m, NULL, 0, 0);
   if (r == 0 && io->sb)
     m->sb_slot = 1 - m->sb_slot;
-  if (r == 0)
+  if (r == 0 && !m->piped)
     m->plain = !io->sync && (m->plain || (io->n > 0 && !io->sync_only));
   m->last_fua = r == 0 && fua;
   return r;

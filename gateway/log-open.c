@@ -190,6 +190,8 @@ new_log (const struct log_conf *conf, struct hhc_log **logp, uint64_t *min_size)
   log->inflight_max = conf->inflight;
   if (log->inflight_max == 0)
     log->inflight_max = serial ? 1 : LOG_INFLIGHT_DEFAULT;
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].piped = log->inflight_max > 1;
   return 0;
 }
 

@@ -203,8 +203,13 @@ struct mirror {
   /* The serial writer (do_io, one io at a time per mirror): plain as
    * above, from the start (true: the first barrier syncs whatever an
    * earlier run left unsynced); the last io was made durable by FUA.
+   * piped: barriers are pipelined (fixed at open): plain is then the
+   * lanes' alone (pipe_issue, under log->lock), and do_io, which other
+   * threads call while the writer issues segments (persist_head from
+   * log_rebase, a superblock), neither reads nor clears it: its writes
+   * are synced, never FUA.
    */
-  bool last_fua;
+  bool last_fua, piped;
   /* Every fsync-type call on the device (a sync, a FUA write) takes
    * sync_mu, one at a time, and a failure stays in sync_err: Linux
    * reports a buffered file's write-back error to one such call per
