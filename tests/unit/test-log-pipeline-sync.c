@@ -11,6 +11,8 @@
  *   sync_error_sticky  a device that reports a write-back error to one
  *                     sync only: every later sync of the mirror fails
  *                     too; without errors_once each reports its own.
+ *   piped_plain_kept  K=2: a sync through do_io (persist_head's) leaves
+ *                     the lanes' plain state alone; K=1 clears it.
  */
 #include <config.h>
 
@@ -126,6 +128,32 @@ test_sync_error_sticky (void **state)
     }
 }
 
+/* With K > 1 a mirror's plain state is the lanes' (pipe_issue): a sync
+ * that do_io makes (persist_head's, from log_rebase while the writer
+ * may issue a plain segment) must not clear it, or the next barrier
+ * could go FUA without covering that segment.  With K = 1 do_io owns
+ * it: its sync clears it.  (Fails with do_io clearing it for K > 1.)
+ */
+static void
+test_piped_plain_kept (void **state)
+{
+  for (unsigned k = 1; k <= 2; k++)
+    {
+      struct plog *t = plog_new (1, k, true);
+      struct io sync = { .sync = true, .sync_only = true };
+      struct mirror *m = &t->log->m[0];
+
+      hhc_lock (&t->log->lock);
+      m->plain = true; /* as a plain segment issued leaves it */
+      hhc_unlock (&t->log->lock);
+      assert_int_equal (mirrors_io (t->log, &sync), 0);
+      hhc_lock (&t->log->lock);
+      assert_int_equal (m->plain, k > 1);
+      hhc_unlock (&t->log->lock);
+      plog_free (t);
+    }
+}
+
 int
 main (void)
 {
@@ -133,6 +161,7 @@ main (void)
     cmocka_unit_test (test_k1_serial),
     cmocka_unit_test (test_k1_fua_after_plain),
     cmocka_unit_test (test_sync_error_sticky),
+    cmocka_unit_test (test_piped_plain_kept),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
