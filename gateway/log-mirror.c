@@ -47,8 +47,8 @@
 static int
 do_io (struct mirror *m, const struct io *io)
 {
-  bool fua = io->sync && !io->sync_only && io->n > 0 && !m->piped
-             && !m->plain && dev_can_fua (m->dev);
+  bool fua = io->sync && !io->sync_only && io->n > 0 && !m->piped && !m->plain
+             && dev_can_fua (m->dev);
   int r = 0;
 
   for (unsigned i = 0; r == 0 && i < io->n && !io->sync_only; i++)

@@ -21,15 +21,30 @@ pc_bad_load (const char *file, struct pc_bad *b)
   if (f == NULL)
     return errno == ENOENT ? 0 : -1; /* missing: none */
   while (fscanf (f, "%" SCNu64 " %" SCNu64, &off, &len) == 2)
-    pc_bad_add (b, off, len);
+    if (pc_bad_add (b, off, len) == -1)
+      {
+        fclose (f);
+        errno = EFBIG;
+        return -1;
+      }
   return fclose (f) == EOF ? -1 : 0;
 }
 
+/* Through a new file renamed over the old one: a kill while it is
+ * written leaves the old one whole.
+ */
 int
 pc_bad_save (const char *file, const struct pc_bad *b)
 {
-  FILE *f = fopen (file, "w");
+  char tmp[4096];
+  FILE *f;
 
+  if (snprintf (tmp, sizeof tmp, "%s.new", file) >= (int)sizeof tmp)
+    {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+  f = fopen (tmp, "w");
   if (f == NULL)
     return -1;
   for (unsigned i = 0; i < b->n; i++)
@@ -38,7 +53,9 @@ pc_bad_save (const char *file, const struct pc_bad *b)
         fclose (f);
         return -1;
       }
-  return fclose (f) == EOF ? -1 : 0;
+  if (fclose (f) == EOF)
+    return -1;
+  return rename (tmp, file);
 }
 
 bool
@@ -78,18 +95,17 @@ pc_bad_heal (struct pc_bad *b, uint64_t off, uint64_t len)
   b->n = k;
 }
 
-/* One more range (the oldest goes when PC_BAD_MAX are there). */
-void
+/* One more range; -1 when PC_BAD_MAX are there (a harness limit:
+ * never drop one, which would read again).
+ */
+int
 pc_bad_add (struct pc_bad *b, uint64_t off, uint64_t len)
 {
   if (len == 0)
-    return;
+    return 0;
   if (b->n == PC_BAD_MAX)
-    {
-      memmove (b->off, b->off + 1, sizeof b->off[0] * (b->n - 1));
-      memmove (b->len, b->len + 1, sizeof b->len[0] * (b->n - 1));
-      b->n--;
-    }
+    return -1;
   b->off[b->n] = off;
   b->len[b->n++] = len;
+  return 0;
 }

@@ -105,7 +105,8 @@ pc_get_ready (void)
     }
   if (badfile && pc_bad_load (badfile, &media) == -1)
     {
-      nbdkit_error ("powercut: %s: %m", badfile);
+      nbdkit_error ("powercut: %s: %m (at most %d ranges)", badfile,
+                    PC_BAD_MAX);
       return -1;
     }
   seen = media;
@@ -160,6 +161,11 @@ settle_fua (uint32_t count, uint64_t offset)
 static void
 pc_unload (void)
 {
+  /* A clean stop: the next start keeps every write (the journal is
+   * emptied then), so the heals are the medium's too.
+   */
+  if (!lie)
+    settle ();
   free (file);
   free (journal);
   free (badfile);
@@ -295,14 +301,19 @@ pc_flush (void *h, uint32_t flags)
           = { flush_ms / 1000, (long)(flush_ms % 1000) * 1000000 };
       nanosleep (&ts, NULL);
     }
-  /* Everything written so far is durable: nothing for a cut to lose
-   * (the medium's unreadable bytes are saved first: a kill between the
-   * two leaves writes that are durable still journalled, not healed
-   * bytes unreadable).
+  /* Everything written so far is durable: nothing for a cut to lose.
+   * The marker first (a kill after it: powercut-apply keeps every
+   * earlier write), then the medium's unreadable bytes, then the
+   * journal emptied.
    */
-  if (!lie && (settle () == -1 || ftruncate (jfd, 0) == -1))
+  struct powercut_rec mark
+      = { .magic = POWERCUT_MAGIC, .flags = POWERCUT_FLUSH };
+  if (lie)
+    return 0;
+  if (all (jfd, &mark, sizeof mark) == -1 || settle () == -1
+      || ftruncate (jfd, 0) == -1)
     {
-      nbdkit_error ("powercut: ftruncate: %m");
+      nbdkit_error ("powercut: flush: %m");
       errno = EIO;
       return -1;
     }

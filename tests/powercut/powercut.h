@@ -2,8 +2,10 @@
  *
  * nbdkit-powercut-plugin serves IMAGE and appends every write that is
  * not yet flushed to JOURNAL: a record header, the bytes the write
- * replaced and the bytes it wrote.  A FLUSH empties the journal (all
- * completed writes are now durable); a FUA write is marked durable.
+ * replaced and the bytes it wrote.  A FLUSH appends a marker, then
+ * empties the journal (all completed writes are now durable; a kill
+ * between the two leaves them durable by the marker); a FUA write is
+ * marked durable.
  * powercut-apply then plays the power cut on the image of a server
  * that was killed: roll back every journalled write (newest first), and
  * replay a random subset of them in their order, some torn at a 4 KiB
@@ -13,8 +15,8 @@
  * An HDD's bytes that torn writes left unreadable (bad=, BAD-FILE) are
  * up to PC_BAD_MAX ranges.  A write makes what it covers readable for
  * reads at once, and for good once it is durable (a FLUSH, a FUA
- * write, or powercut-apply keeping it): a cut that drops it leaves them
- * unreadable again.
+ * write, a clean stop, or powercut-apply keeping it): a cut that drops
+ * it leaves them unreadable again.
  */
 #ifndef HHC_POWERCUT_H
 #define HHC_POWERCUT_H
@@ -24,6 +26,7 @@
 
 #define POWERCUT_MAGIC 0x3143455243545550ULL /* "PUTCREC1" */
 #define POWERCUT_DURABLE 1
+#define POWERCUT_FLUSH 2 /* a flush began: no bytes follow */
 
 struct powercut_rec {
   uint64_t magic;
@@ -32,7 +35,7 @@ struct powercut_rec {
   uint32_t flags;
 };
 
-#define PC_BAD_MAX 4
+#define PC_BAD_MAX 16
 struct pc_bad {
   unsigned n;
   uint64_t off[PC_BAD_MAX];
@@ -44,6 +47,6 @@ int pc_bad_load (const char *file, struct pc_bad *b);
 int pc_bad_save (const char *file, const struct pc_bad *b);
 bool pc_bad_hits (const struct pc_bad *b, uint64_t off, uint64_t len);
 void pc_bad_heal (struct pc_bad *b, uint64_t off, uint64_t len);
-void pc_bad_add (struct pc_bad *b, uint64_t off, uint64_t len);
+int pc_bad_add (struct pc_bad *b, uint64_t off, uint64_t len);
 
 #endif /* HHC_POWERCUT_H */

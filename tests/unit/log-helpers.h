@@ -95,28 +95,28 @@ struct power {
   struct membackend *mb;
   unsigned char *be_img;
   struct pdev *only; /* atomic: count only its calls after a fault */
-  /* Torn tails: a cut leaves part of the newest write it dropped on a
-   * log device (a run of its 4 KiB pieces, or all of it) unreadable
-   * after the restore, as an HDD's interrupted write can (until a
-   * durable write covers it); a superblock's or the void mark's too.
-   * A quarter of the time an older dropped write is torn as well.  A
-   * FUA write the cut falls on (in flight: it never returns) lands in
-   * part (some of its pieces), or on a log device is torn half the
-   * time.  Not modelled: torn pieces that are not one run, and torn
-   * bytes on the SSD (device 0).
+  /* Torn tails: the log devices are HDDs (crashdev_set_tearing): a
+   * cut tears one write each that it loses (the newest, sometimes an
+   * older one, or the FUA write it fell on), whose bytes (all, or a
+   * run of its 4 KiB pieces) are unreadable after the restore until a
+   * durable write covers them; a superblock's or the void mark's too.
+   * A FUA write the cut falls on was in flight: on any device it lands
+   * in part, whole or not at all (it completes on the live device
+   * after the cut, for the volume going on).  Not modelled: torn
+   * pieces that are not one run, and torn bytes on the SSD (device 0).
    */
   bool torn_tails;
-  struct crashdev_bad tear[MAX_DEVS]; /* what this cut tears */
-  struct crashdev_bad was[MAX_DEVS];  /* unreadable after the cut */
-  const void *fua_buf;                /* the FUA write the cut fell on */
-  struct hhc_dev *fua_dev;            /* its device (inner), or NULL */
+  struct crashdev_bad was[MAX_DEVS]; /* unreadable after the cut */
+  const void *fua_buf;               /* the FUA write the cut fell on */
+  struct hhc_dev *fua_dev;           /* its device (inner), or NULL */
   uint64_t fua_off;
   size_t fua_len;
-  uint64_t torn;       /* cuts that left one, since power_init */
+  uint64_t torn;       /* torn writes, since power_init */
   uint64_t torn_sb;    /* of them, in the superblock area */
-  uint64_t torn_older; /* older dropped writes torn */
+  uint64_t torn_older; /* of them, older than the newest lost */
+  uint64_t torn_fua;   /* of them, the FUA write in flight */
   uint64_t fua_cuts;   /* cuts that fell on a FUA write */
-  uint64_t partial;    /* dropped writes that landed in part */
+  uint64_t partial;    /* lost writes that landed in part */
 };
 
 void power_init (struct power *pw, struct membackend *mb);

@@ -53,71 +53,20 @@ power_crashed (struct power *pw)
   return __atomic_load_n (&pw->crashed, __ATOMIC_ACQUIRE);
 }
 
-/* Tear [off, off + len) of log device i: all of it or, half the time,
- * a run of its 4 KiB pieces is unreadable after the restore.
- */
+/* Count what the cut of device i tore and landed in part. */
 static void
-tear (struct power *pw, unsigned i, uint64_t off, size_t len, unsigned *seed)
+count_cut (struct power *pw, unsigned i)
 {
-  size_t n = len / LOG_ALIGN;
-  struct crashdev_bad *t = &pw->tear[i];
-
-  if (n > 1 && len % LOG_ALIGN == 0 && rand_r (seed) % 2)
-    {
-      size_t first = (size_t)rand_r (seed) % n;
-      size_t count = 1 + (size_t)rand_r (seed) % (n - first);
-      off += first * LOG_ALIGN;
-      len = count * LOG_ALIGN;
-    }
-  if (t->n == CRASHDEV_BAD_MAX)
-    return;
-  t->off[t->n] = off;
-  t->len[t->n++] = len;
-  pw->torn++;
-  pw->torn_sb += off < LOG_REGION_OFF;
-}
-
-/* After the cut of device i (a log: i > 0): with torn_tails, what
- * this cut tears (see struct power).
- */
-static void
-torn_tails (struct power *pw, unsigned i)
-{
-  unsigned seed = pw->seed + 104729 * i;
   struct crashdev_lost l;
 
-  pw->tear[i].n = 0;
   crashdev_get_lost (pw->cd[i], &l);
   pw->partial += l.partial;
-  if (!pw->torn_tails || i == 0)
+  if (l.torn_len == 0)
     return;
-  if (pw->fua_dev == pw->cd[i] && rand_r (&seed) % 2)
-    tear (pw, i, pw->fua_off, pw->fua_len, &seed);
-  if (l.n == 0)
-    return;
-  tear (pw, i, l.off[l.n - 1], l.len[l.n - 1], &seed);
-  if (l.n > 1 && rand_r (&seed) % 4 == 0)
-    {
-      unsigned k = (unsigned)rand_r (&seed) % (l.n - 1);
-      tear (pw, i, l.off[k], l.len[k], &seed);
-      pw->torn_older++;
-    }
-}
-
-/* The FUA write the cut fell on lands in part on device i's image: a
- * seeded choice of its 4 KiB pieces.
- */
-static void
-fua_in_flight (struct power *pw, unsigned i)
-{
-  unsigned seed = pw->seed + 15485863 * (i + 1);
-
-  if (pw->fua_dev != pw->cd[i])
-    return;
-  for (size_t o = 0; o < pw->fua_len; o += CRASHDEV_PIECE)
-    if (rand_r (&seed) % 2)
-      memcpy (pw->img[i] + pw->fua_off + o, (const char *)pw->fua_buf + o,
-              HHC_MIN (CRASHDEV_PIECE, pw->fua_len - o));
+  pw->torn++;
+  pw->torn_sb += l.torn_off < LOG_REGION_OFF;
+  pw->torn_older += l.torn_older;
+  pw->torn_fua += l.torn_in_flight;
 }
 
 /* Cut device i: its image is what survives (and what is torn), the
@@ -136,11 +85,14 @@ cut_dev (struct power *pw, unsigned i)
     abort ();
   crashdev_get_bads (d, &live);
   crashdev_peek (d, cur);
+  /* A log is an HDD (torn_tails); the SSD is never torn. */
+  crashdev_set_tearing (d, pw->torn_tails && i > 0);
+  if (pw->fua_dev == d)
+    crashdev_set_in_flight (d, pw->fua_buf, pw->fua_off, pw->fua_len);
   crashdev_crash (d, pw->seed + 7919 * i, NULL, NULL);
   crashdev_peek (d, pw->img[i]);
   crashdev_get_bads (d, &pw->was[i]);
-  fua_in_flight (pw, i);
-  torn_tails (pw, i);
+  count_cut (pw, i);
   /* The volume goes on with what it had written. */
   crashdev_restart (d);
   if (dev_pwrite (d, cur, d->size, 0) != 0)
@@ -209,17 +161,13 @@ power_restore (struct power *pw)
   for (unsigned i = 0; i < pw->ncd; i++)
     {
       struct hhc_dev *d = pw->cd[i];
-      /* The bytes unreadable after the cut stay so (putting the image
-       * back is no write of the disk's), and this cut's torn tails join
-       * them.
+      /* The bytes unreadable after the cut (its tear among them) stay
+       * so: putting the image back is no write of the disk's.
        */
       crashdev_restart (d);
       T_ASSERT ((dev_pwrite (d, pw->img[i], d->size, 0)) == 0);
       T_ASSERT ((dev_sync (d)) == 0);
       crashdev_set_bads (d, &pw->was[i]);
-      for (unsigned k = 0; k < pw->tear[i].n; k++)
-        crashdev_add_bad (d, pw->tear[i].off[k], pw->tear[i].len[k]);
-      pw->tear[i].n = 0;
     }
   membackend_poke (pw->mb, pw->be_img, membackend_size (pw->mb), 0);
   power_arm (pw, 0, false, 0, false);

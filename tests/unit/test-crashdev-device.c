@@ -46,6 +46,12 @@ keep_index_1 (size_t i, void *opaque)
 }
 
 static bool
+keep_index_2 (size_t i, void *opaque)
+{
+  return i == 2;
+}
+
+static bool
 keep_all (size_t i, void *opaque)
 {
   return true;
@@ -286,24 +292,105 @@ test_unreadable (void **state)
   crashdev_get_bad (d, &off, &len);
   assert_int_equal (len, 0);
   assert_int_equal (dev_pread (d, buf, 4096, 12288), 0);
-  /* Several ranges: each heals alone; a fifth drops the oldest. */
+  /* Several ranges: each heals alone; CRASHDEV_BAD_MAX fit. */
   struct crashdev_bad b;
   crashdev_set_bad (d, 0, 4096);
   crashdev_add_bad (d, 8192, 4096);
   assert_int_equal (dev_pread (d, buf, 512, 0), EIO);
   assert_int_equal (dev_pread (d, buf, 512, 8192), EIO);
   assert_int_equal (dev_pwrite (d, buf, 4096, 0), 0);
+  assert_int_equal (dev_sync (d), 0); /* healed on the medium too */
   assert_int_equal (dev_pread (d, buf, 512, 0), 0);
   assert_int_equal (dev_pread (d, buf, 512, 8192), EIO);
   crashdev_get_bads (d, &b);
   assert_int_equal (b.n, 1);
-  for (unsigned i = 0; i < CRASHDEV_BAD_MAX; i++)
-    crashdev_add_bad (d, 16384 + 4096 * i, 512);
+  for (unsigned i = 1; i < CRASHDEV_BAD_MAX; i++)
+    crashdev_add_bad (d, 16384 + 2048 * i, 512);
   crashdev_get_bads (d, &b);
   assert_int_equal (b.n, CRASHDEV_BAD_MAX);
-  assert_int_equal (b.off[0], 16384);
-  assert_int_equal (dev_pread (d, buf, 512, 8192), 0); /* dropped */
+  assert_int_equal (b.off[0], 8192);
+  assert_int_equal (dev_pread (d, buf, 512, 8192), EIO);
   crashdev_destroy (d);
+}
+
+/* A tearing device (an HDD) tears a write the cut loses; a write that
+ * lands after it, or a FUA write made after it, heals what it covers:
+ * no acknowledged byte is left unreadable.
+ */
+static void
+test_tear (void **state)
+{
+  unsigned older = 0;
+
+  for (unsigned seed = 0; seed < 32; seed++)
+    {
+      struct hhc_dev *d;
+      unsigned char buf[8192];
+      struct crashdev_lost l;
+      assert_int_equal (crashdev_create (65536, &d), 0);
+      crashdev_set_tearing (d, true);
+      fill (buf, sizeof buf, 'A');
+      assert_int_equal (dev_pwrite (d, buf, 8192, 8192), 0); /* lost */
+      fill (buf, sizeof buf, 'B');
+      assert_int_equal (dev_pwrite_fua (d, buf, 4096, 8192), 0);
+      fill (buf, sizeof buf, 'C');
+      assert_int_equal (dev_pwrite (d, buf, 4096, 32768), 0); /* lost */
+      assert_int_equal (dev_pwrite (d, buf, 4096, 12288), 0); /* lands */
+      crashdev_crash (d, seed, keep_index_2, NULL);
+      crashdev_restart (d);
+      crashdev_get_lost (d, &l);
+      assert_true (l.torn_len > 0);
+      assert_true (region_is (d, 8192, 4096, 'B'));  /* the FUA write */
+      assert_true (region_is (d, 12288, 4096, 'C')); /* landed later */
+      assert_int_equal (dev_pread (d, buf, 8192, 8192), 0);
+      assert_int_equal (l.torn_older, l.torn_off != 32768);
+      if (l.torn_off == 32768)
+        assert_int_equal (dev_pread (d, buf, 512, 32768), EIO);
+      else
+        older++;
+      crashdev_destroy (d);
+    }
+  assert_true (older > 0); /* the older write was torn, and healed */
+}
+
+/* A write in flight at the cut lands whole, in part or not at all,
+ * and is recorded lost unless it landed whole; torn on a tearing
+ * device.
+ */
+static void
+test_in_flight (void **state)
+{
+  unsigned seen[3] = { 0 }; /* none, part, all */
+  unsigned char buf[4 * CRASHDEV_PIECE];
+
+  fill (buf, sizeof buf, 'F');
+  for (unsigned seed = 0; seed < 64; seed++)
+    {
+      struct hhc_dev *d;
+      unsigned kept = 0;
+      struct crashdev_lost l;
+      assert_int_equal (crashdev_create (65536, &d), 0);
+      crashdev_set_tearing (d, seed % 2);
+      crashdev_set_in_flight (d, buf, 4096, sizeof buf);
+      crashdev_crash (d, seed, NULL, NULL);
+      crashdev_restart (d);
+      crashdev_get_lost (d, &l);
+      for (unsigned k = 0; k < 4; k++)
+        {
+          uint64_t o = 4096 + k * CRASHDEV_PIECE;
+          unsigned char b[CRASHDEV_PIECE];
+          if (dev_pread (d, b, CRASHDEV_PIECE, o) != 0)
+            continue; /* torn */
+          assert_true (region_is (d, o, CRASHDEV_PIECE, 'F')
+                       || region_is (d, o, CRASHDEV_PIECE, 0));
+          kept += region_is (d, o, CRASHDEV_PIECE, 'F');
+        }
+      assert_int_equal (l.n, kept < 4);
+      assert_int_equal (l.torn_in_flight, seed % 2 && kept < 4);
+      seen[kept == 0 ? 0 : kept < 4 ? 1 : 2]++;
+      crashdev_destroy (d);
+    }
+  assert_true (seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
 }
 
 int
@@ -316,6 +403,8 @@ main (void)
     cmocka_unit_test (test_crash_seeded),
     cmocka_unit_test (test_crash_partial),
     cmocka_unit_test (test_unreadable),
+    cmocka_unit_test (test_tear),
+    cmocka_unit_test (test_in_flight),
   };
   test_filter_from_env ();
   return cmocka_run_group_tests (tests, NULL, NULL);

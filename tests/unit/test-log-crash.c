@@ -8,12 +8,12 @@
  * Tests:
  *   random_crashes  reopen normally, or throw the SSD away and replay
  *                   the log (sometimes with a second power cut during
- *                   the recovery); a write the cut dropped may land
- *                   in part (some 4 KiB pieces), and on a log leave
- *                   its sectors unreadable (torn_tails: the newest
- *                   dropped write, sometimes an older one too, and a
- *                   FUA write in flight; until a durable write covers
- *                   them; a superblock's too); in a
+ *                   the recovery); a write the cut lost may land in
+ *                   part (some 4 KiB pieces), and on a log one lost
+ *                   write a cut leaves its sectors unreadable
+ *                   (torn_tails: the newest, sometimes an older one or
+ *                   the FUA write in flight; until a durable write
+ *                   covers them; a superblock's too); in a
  *                   quarter of the runs a log mirror's write fails
  *                   once and the cut falls in its void (run_cut), and
  *                   with two mirrors the other one may fail once in
@@ -40,7 +40,8 @@ struct totals {
   uint64_t runs, cut_mid, reopen, replay, recovery_cut, writes, flushes;
   uint64_t segments, wrapped, full_waits, relogged, reclaimed, revokes;
   uint64_t head_persists, mirrors2, backend_reverts, ops, torn_tails;
-  uint64_t torn_sbs, torn_older, fua_cuts, partial, void_runs, void_cuts;
+  uint64_t torn_sbs, torn_older, torn_fua, fua_cuts, partial, void_runs;
+  uint64_t void_cuts;
   uint64_t start_faults;
   uint64_t redone, redo_runs, redo_cut, checkpoints;
 };
@@ -391,6 +392,7 @@ one_run (struct run *r, uint64_t seed, struct totals *t)
   t->torn_tails += r->pw.torn;
   t->torn_sbs += r->pw.torn_sb;
   t->torn_older += r->pw.torn_older;
+  t->torn_fua += r->pw.torn_fua;
   t->fua_cuts += r->pw.fua_cuts;
   t->partial += r->pw.partial;
   tdev_free (&r->ssd);
@@ -485,6 +487,7 @@ test_random_crashes (void **state)
       t.torn_tails += j->t.torn_tails;
       t.torn_sbs += j->t.torn_sbs;
       t.torn_older += j->t.torn_older;
+      t.torn_fua += j->t.torn_fua;
       t.fua_cuts += j->t.fua_cuts;
       t.partial += j->t.partial;
       t.void_runs += j->t.void_runs;
@@ -501,8 +504,9 @@ test_random_crashes (void **state)
           "reclaimed, %llu revokes, %llu head persists, %llu "
           "checkpoints; %llu reopens redid %llu blocks (%llu cut during "
           "the redo); %llu torn log writes left unreadable (%llu of "
-          "superblocks, %llu older than the newest dropped); %llu cuts "
-          "on a FUA write in flight; %llu dropped writes landed in part; "
+          "superblocks, %llu older than the newest lost, %llu a FUA write "
+          "in flight); %llu cuts on a FUA write in flight; %llu lost "
+          "writes landed in part; "
           "%llu runs with a mirror's fault (%llu cut in "
           "the calls to it after the fault: its void; %llu with the other "
           "mirror's fault in the recovery)\n",
@@ -518,9 +522,10 @@ test_random_crashes (void **state)
           (unsigned long long)t.checkpoints, (unsigned long long)t.redo_runs,
           (unsigned long long)t.redone, (unsigned long long)t.redo_cut,
           (unsigned long long)t.torn_tails, (unsigned long long)t.torn_sbs,
-          (unsigned long long)t.torn_older, (unsigned long long)t.fua_cuts,
-          (unsigned long long)t.partial, (unsigned long long)t.void_runs,
-          (unsigned long long)t.void_cuts, (unsigned long long)t.start_faults);
+          (unsigned long long)t.torn_older, (unsigned long long)t.torn_fua,
+          (unsigned long long)t.fua_cuts, (unsigned long long)t.partial,
+          (unsigned long long)t.void_runs, (unsigned long long)t.void_cuts,
+          (unsigned long long)t.start_faults);
   /* The cut fell in voids (in the calls to a mirror after its fault). */
   if (!failed && t.void_runs >= 5 && t.void_cuts == 0)
     fail_msg ("%llu runs with a mirror's fault, no cut fell after it",
