@@ -71,12 +71,23 @@ log_room_blocks (struct hhc_volume *vol)
                           vol->bs);
 }
 
+/* No client request for idle-ms, counted from the check that last saw
+ * one (vol.h: io_seen; the checks come at least every 100 ms while the
+ * backend answers, so the wait is at most that longer).
+ */
 static bool
 idle (struct hhc_volume *vol)
 {
-  uint64_t last = __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED);
+  uint64_t now = hhc_now_ns ();
+
+  if (__atomic_exchange_n (&vol->io_seen, false, __ATOMIC_RELAXED))
+    {
+      __atomic_store_n (&vol->last_io_ns, now, __ATOMIC_RELAXED);
+      return false;
+    }
   return vol->conf.idle_ms > 0
-         && hhc_now_ns () - last > (uint64_t)vol->conf.idle_ms * 1000000;
+         && now - __atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED)
+                > (uint64_t)vol->conf.idle_ms * 1000000;
 }
 
 struct pace

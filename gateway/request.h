@@ -21,17 +21,14 @@ cache_failed (struct hhc_volume *vol)
   return cache_is_failed (&vol->cache);
 }
 
-/* A client request now (the flusher's idle test, in milliseconds): the
- * coarse clock, stored only when it moved, so that requests on several
- * cores do not write the shared line each time.
+/* A client request now, for the flusher's idle test (vol.h: io_seen;
+ * no clock read on the request's path).
  */
 static inline void
 note_io (struct hhc_volume *vol)
 {
-  uint64_t now = hhc_now_coarse_ns ();
-
-  if (__atomic_load_n (&vol->last_io_ns, __ATOMIC_RELAXED) != now)
-    __atomic_store_n (&vol->last_io_ns, now, __ATOMIC_RELAXED);
+  if (!__atomic_load_n (&vol->io_seen, __ATOMIC_RELAXED))
+    __atomic_store_n (&vol->io_seen, true, __ATOMIC_RELAXED);
 }
 
 /* Check a request lies inside the volume. */

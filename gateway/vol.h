@@ -87,8 +87,14 @@ struct hhc_volume {
   uint64_t dirty_low, dirty_high, dirty_max;
   uint32_t free_low, evict_batch;
 
-  uint64_t ndirty;     /* atomic: slots in state dirty */
-  uint64_t last_io_ns; /* atomic: last client request */
+  uint64_t ndirty; /* atomic: slots in state dirty */
+  /* The idle test (pace.c): a request sets io_seen (when it is not
+   * set: the shared line is written once per check, not per request);
+   * the pace check, which alone clears it, then stores the time it saw
+   * it in last_io_ns (never earlier than the request).
+   */
+  bool io_seen;        /* atomic */
+  uint64_t last_io_ns; /* atomic */
   /* Writes that went to the backend directly (trim, zero, pt) bump
    * be_written; a backend flush that started after the n-th such
    * write raises be_flushed to n.  A wb FLUSH skips the backend flush
