@@ -156,6 +156,7 @@ cache_state_encode (const struct cache_state_page *sp, void *buf)
   memcpy (pg + 16, sp->uuid8, 8);
   put32 (pg + 28, sp->log_link);
   memcpy (pg + 32, sp->linked_log, 16);
+  put64 (pg + 48, sp->log_gen);
   put32 (pg + CRC_AT, page_crc (pg));
 }
 
@@ -178,6 +179,7 @@ cache_state_decode (const void *buf, const uint8_t uuid[16],
   if (sp->log_link > CACHE_LOG_RETIRED)
     sp->log_link = CACHE_LOG_PAIRED; /* unknown: the safe side */
   memcpy (sp->linked_log, pg + 32, 16);
+  sp->log_gen = get64 (pg + 48);
   return true;
 }
 

@@ -28,6 +28,9 @@
  *   28 u32 log link (enum cache_log_link)
  *   32 the paired log's UUID (16 bytes; 28..47 are 0 in pages of
  *      earlier builds)
+ *   48 u64 the generation of the superblock that log's mirrors got at
+ *      the start of the run (0 in pages of earlier builds: unknown): a
+ *      mirror older than it was left out of a run (logpair_stale)
  *
  * Metadata page (little-endian):
  *   0 u32 magic "HHMP"  4 u32 page number  8 u64 commit seq
@@ -171,6 +174,7 @@ struct cache_state_page {
   uint8_t uuid8[8];  /* the first 8 bytes of the cache UUID */
   uint32_t log_link; /* enum cache_log_link */
   uint8_t linked_log[16];
+  uint64_t log_gen; /* linked_log's superblock generation, 0: unknown */
 };
 
 /* Encode sp into buf (CACHE_PAGE bytes, crc set). */

@@ -122,6 +122,7 @@ write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
     .state = state,
     .seq = seq,
     .log_link = c->log_link,
+    .log_gen = c->log_gen,
   };
 
   if (pg == NULL)
@@ -159,6 +160,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
   int newer = c->state_seq[0] >= c->state_seq[1] ? 0 : 1;
   *state = sp[newer].state;
   c->log_link = sp[newer].log_link;
+  c->log_gen = sp[newer].log_gen;
   memcpy (c->linked_log, sp[newer].linked_log, 16);
   return 0;
 }

@@ -56,6 +56,9 @@ struct hhc_cache {
   uint32_t log_link;      /* enum cache_log_link: kept in the state page */
   uint8_t linked_log[16]; /* the log it is paired with (state page; zero:
                            * not recorded, as by earlier builds) */
+  uint64_t log_gen;       /* that log's superblock generation at the
+                           * start of the last run (state page; 0:
+                           * unknown: logpair_stale) */
 
   /* Metadata pages. */
   pthread_mutex_t *page_locks; /* page p: page_locks[p % npagelocks]; each

@@ -425,6 +425,28 @@ write_sb (struct hhc_log *log)
   return write_sb_locked (log);
 }
 
+int
+log_mark_run (struct hhc_log *log, uint64_t floor, uint64_t *gen)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+  int r;
+
+  if (__atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE) < floor)
+    __atomic_store_n (&log->sb_gen, floor, __ATOMIC_RELEASE);
+  r = write_sb_locked (log);
+
+  *gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
+  return r;
+}
+
+uint64_t
+log_generation (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+
+  return __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
+}
+
 /* This run's log is complete on every mirror (log_rebase, log_discard):
  * a mirror that joined gets this run's superblock, both copies (a void
  * copy would win over one; one behind gets the head past what it

@@ -291,6 +291,7 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   log->hint_off = good->head_off;
   log->hint_seq = good->head_seq;
   log->sb_gen = HHC_MAX (log->sb_gen, good->generation); /* open_read_sbs */
+  log->open_gen = good->generation;
   switch (log_sb_check (good))
     {
     case LOG_SB_SOUND:
@@ -580,4 +581,10 @@ log_uuids (struct hhc_log *log, uint8_t log_uuid[16], uint8_t cache_uuid[16])
 {
   memcpy (log_uuid, log->uuid, 16);
   memcpy (cache_uuid, log->cache_uuid, 16);
+}
+
+uint64_t
+log_open_generation (struct hhc_log *log)
+{
+  return log->open_gen;
 }

@@ -336,7 +336,15 @@ scan_all (struct hhc_log *log)
       long lb = jobs[k].s.last_barrier;
       m->scan_lb_seq = lb >= 0 ? jobs[k].s.segs.ptr[lb].seq : 0;
       m->scan_end_seq = jobs[k].s.end_seq;
-      if (r == 0 && scan_better (log, &jobs[k].s))
+      /* Only a mirror with the newest superblock: one with an older
+       * one (joining already) missed a superblock write, so it was out
+       * of a later run or failed before it; its chain may even run
+       * further, in a history that run no longer has (a mirror left
+       * out of a run and used alone in the next: two histories under
+       * one log's sequence numbers).  What a FLUSH covered after that
+       * superblock write is on every mirror that took it.
+       */
+      if (r == 0 && !m->joining && scan_better (log, &jobs[k].s))
         {
           scan_free (&log->scan);
           log->scan = jobs[k].s;

@@ -124,6 +124,23 @@ void log_volume (struct hhc_log *log, const char **identity, uint64_t *size,
 /* The log's UUID and the cache UUID it is paired with. */
 void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],
                 uint8_t cache_uuid[16]);
+/* The generation of the newest valid superblock its mirrors had at
+ * open (0: the log was blank or formatted).
+ */
+uint64_t log_open_generation (struct hhc_log *log);
+/* After log_start's re-log: write a superblock of a new generation,
+ * above floor too, to every healthy mirror and sync; *gen gets it.  A
+ * mirror left out of this run (not given) keeps an older one: the
+ * cache records *gen (logpair_record_gen) so that such a mirror, given
+ * alone later, is known to be stale; floor is the generation it
+ * recorded last (a stale mirror used alone must not bring the number
+ * back below what the others hold).  0 or errno.
+ */
+int log_mark_run (struct hhc_log *log, uint64_t floor, uint64_t *gen);
+/* The generation of the last superblock written (after log_stop: the
+ * one its mirrors end the run with).
+ */
+uint64_t log_generation (struct hhc_log *log);
 
 /* Replay the log into the backend through write (block-sized writes at
  * lba * block_size), calling progress(done, total) now and then:

@@ -253,9 +253,10 @@ struct hhc_log {
   char *identity;
   uint8_t uuid[16], cache_uuid[16];
   uint64_t sb_gen;
-  bool old_version; /* a valid superblock of an earlier LOG_VERSION */
-  struct scan scan; /* of the best mirror */
-  unsigned best;    /* mirror the scan came from */
+  uint64_t open_gen; /* the newest valid superblock's at open (0: none) */
+  bool old_version;  /* a valid superblock of an earlier LOG_VERSION */
+  struct scan scan;  /* of the best mirror */
+  unsigned best;     /* mirror the scan came from */
   uint64_t hint_seq, hint_off;
 
   pthread_mutex_t io_lock; /* one mirrors_io at a time; sb fields */

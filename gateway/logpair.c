@@ -193,16 +193,78 @@ void
 logpair_link (struct hhc_volume *vol)
 {
   struct hhc_cache *c = &vol->cache;
-  uint8_t lcache[16];
+  uint8_t was[16], lcache[16];
 
+  memcpy (was, c->linked_log, 16);
   memset (c->linked_log, 0, 16);
   if (vol->log == NULL)
+    c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
+  else
     {
-      c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
-      return;
+      c->log_link = CACHE_LOG_PAIRED;
+      log_uuids (vol->log, c->linked_log, lcache);
     }
-  c->log_link = CACHE_LOG_PAIRED;
-  log_uuids (vol->log, c->linked_log, lcache);
+  if (memcmp (was, c->linked_log, 16) != 0)
+    c->log_gen = 0; /* a generation of another log */
+}
+
+/* "a.log, b.log": the mirrors given (log=), for a message. */
+static void
+log_names (struct hhc_volume *vol, char *buf, size_t len)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  for (unsigned i = 0; i < vol->conf.nlogs && n < len; i++)
+    n += snprintf (buf + n, len - n, "%s%s", i ? ", " : "",
+                   vol->conf.log_paths[i] ? vol->conf.log_paths[i] : "?");
+}
+
+int
+logpair_stale (struct hhc_volume *vol, int state)
+{
+  struct hhc_cache *c = &vol->cache;
+  uint8_t luuid[16], lcache[16];
+  uint64_t g;
+  char names[512];
+
+  if (vol->log == NULL || c->log_gen == 0 || vol->replay_pending)
+    return 0;
+  log_uuids (vol->log, luuid, lcache);
+  g = log_open_generation (vol->log);
+  if (memcmp (luuid, c->linked_log, 16) != 0 || g == 0 || g >= c->log_gen)
+    return 0;
+  log_names (vol, names, sizeof names);
+  if (state == CACHE_IN_USE_HHC)
+    {
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+               "log= %s: superblock generation %" PRIu64
+               " is older than the %" PRIu64 " this cache last ran with (a "
+               "mirror left out of a later run): redoing it after the "
+               "crash would undo FLUSHed writes; give the last run's "
+               "mirrors",
+               names, g, c->log_gen);
+      return EINVAL;
+    }
+  hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+           "log= %s: superblock generation %" PRIu64
+           " is older than the %" PRIu64 " this cache last ran with (a "
+           "mirror left out of a later run): its segments are not used; "
+           "the cache's dirty blocks are written to it at start",
+           names, g, c->log_gen);
+  return 0;
+}
+
+int
+logpair_record_gen (struct hhc_volume *vol)
+{
+  uint64_t gen;
+  int r = log_mark_run (vol->log, vol->cache.log_gen, &gen);
+
+  if (r)
+    return r;
+  vol->cache.log_gen = gen;
+  return cache_write_state (&vol->cache, vol->run_state);
 }
 
 /* format=force in a mode other than hhc over a cache used in hhc: its

@@ -24,6 +24,18 @@ int logpair_retire (struct hhc_volume *vol, void *bctx);
  * log, if any, this run pairs it with.
  */
 void logpair_link (struct hhc_volume *vol);
+/* Mode hhc, after the load (state: what the last run left): is the
+ * log given older than the one this cache last ran with (a mirror left
+ * out of a later run, given alone)?  Refused (EINVAL, logged, nothing
+ * written) when the last run's log is to be redone into the cache
+ * (it would undo FLUSHed writes); else a warning: the cache holds
+ * everything, and its dirty blocks are written to the log at start.
+ */
+int logpair_stale (struct hhc_volume *vol, int state);
+/* At start, after the re-log: a new log generation on every mirror
+ * given, recorded in the state page (logpair_stale's reference).
+ */
+int logpair_record_gen (struct hhc_volume *vol);
 /* format=force in a mode other than hhc over a cache used in hhc: void
  * its log first (log= must name it), else refuse.
  */

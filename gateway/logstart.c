@@ -18,6 +18,7 @@
 #include "common.h"
 #include "flusher.h"
 #include "log-format.h"
+#include "logpair.h"
 #include "logstart.h"
 #include "pace.h"
 #include "vol.h"
@@ -323,13 +324,17 @@ logstart_run (struct hhc_volume *vol, void *bctx)
   /* Done (and durable): now this run's own state (settle_after_load
    * kept the one that asks for the redo).
    */
-  if (vol->loaded_state == CACHE_IN_USE_HHC && !vol->conf.wal
-      && (r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
-    return r;
+  if (vol->loaded_state == CACHE_IN_USE_HHC && !vol->conf.wal)
+    {
+      vol->run_state = CACHE_IN_USE_WB;
+      if ((r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
+        return r;
+    }
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
   warn_small_log (vol);
-  if ((r = make_room_for_rebase (vol, bctx)) != 0)
+  if ((r = make_room_for_rebase (vol, bctx)) != 0
+      || (r = rebase_dirty (vol)) != 0)
     return r;
-  return rebase_dirty (vol);
+  return logpair_record_gen (vol);
 }

@@ -204,6 +204,8 @@ settle_after_load (struct hhc_volume *vol)
   if (r)
     return r;
   vol->loaded_state = state;
+  if ((r = logpair_stale (vol, state)) != 0)
+    return r;
   if (state == CACHE_IN_USE_HHC && vol->conf.mode != HHC_MODE_HHC)
     {
       /* FLUSHes since its last checkpoint are in the log only. */

@@ -441,6 +441,11 @@ hhc_close (struct hhc_volume *vol)
                "stays marked in use");
     }
   r = cache_commit (&vol->cache);
+  /* The generation the log's mirrors end the run with: a mirror given
+   * alone next time must not come below it (logpair_stale).
+   */
+  if (vol->log && vol->started && vol->cache.log_gen)
+    vol->cache.log_gen = log_generation (vol->log);
   if (r == 0 && be_ok)
     r = cache_write_state (&vol->cache, CACHE_CLOSED);
   if (r2)

@@ -286,6 +286,7 @@ test_codec_max_seq (void **state)
     .state = CACHE_IN_USE_HHC,
     .log_link = CACHE_LOG_PAIRED,
     .linked_log = { 0xab },
+    .log_gen = UINT64_C (0x1122334455667788),
   }, out;
   uint64_t lba;
   unsigned st;
@@ -309,7 +310,9 @@ test_codec_max_seq (void **state)
   assert_int_equal (out.state, CACHE_IN_USE_HHC);
   assert_int_equal (out.log_link, CACHE_LOG_PAIRED);
   assert_memory_equal (out.linked_log, sp.linked_log, 16);
-  pg[100] ^= 1; /* the crc covers the whole page */
+  assert_true (out.log_gen == sp.log_gen);
+  assert_int_equal (pg[48], 0x88); /* at offset 48, little-endian */
+  pg[100] ^= 1;                    /* the crc covers the whole page */
   assert_false (cache_state_decode (pg, uuid, &out));
   cache_page_init (pg, 7, 9, uuid);
   cache_page_set (pg, 3, 12345, SLOT_DIRTY);

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A log mirror left out of a run is stale: given alone later, it must
+# not be redone into the cache over FLUSHed writes.  The cache records
+# the superblock generation its log's mirrors got at the start of each
+# run (and at a clean close); a log older than that is refused when the
+# last run's log is to be redone (ssd-sync=checkpoint after a crash),
+# and used with a warning otherwise (the cache holds everything).  x is
+# block 5; mode hhc with ssd-sync=checkpoint throughout.
+#   1. mirrors a and b: x=A, FLUSH, clean stop.
+#   2. a alone: x=B, FLUSH, kill -9 (B is in a's log only).
+#   3. b alone: refused (the error names b.log), nothing changed.
+#   4. a alone: x reads B (redone from a); x=C, FLUSH; 30 MiB more
+#      through the 16 MiB log (its head moves: a's superblock
+#      generation goes on past the run's first); clean stop.
+#   5. b alone: starts with a warning naming b.log; x reads C; x=D,
+#      FLUSH, kill -9 (D is in b's log only).
+#   6. a and b: x reads D (b's generation is above a's: it is the log
+#      redone, and a joins it).
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh md5sum
+hhc=$(filter)
+make_tmpdir
+
+export X=$(( 5 * 4096 ))
+truncate -s 16M "$tmp/backend.img"
+
+# gw_args MIRROR...: set gw, the gateway with log= each MIRROR.
+gw_args ()
+{
+  local m
+  gw=(--filter="$hhc" file "$tmp/backend.img" cache="$tmp/cache.img"
+      cache-size=8M backend-id=stale-mirror idle-ms=0 dirty-low=90
+      dirty-high=95 ssd-sync=checkpoint log-size=16M)
+  for m in "$@"; do gw+=(log="$tmp/$m.log"); done
+}
+
+# put V [EXPECT]: x must read EXPECT (if given); write x=V and FLUSH.
+put ()
+{
+  V=$1 E=${2:-} nbdsh_u "$tmp/sock" -c '
+import os
+x = int(os.environ["X"])
+e = os.environ["E"]
+if e:
+    got = h.pread(1, x)
+    assert got == e.encode(), "x reads %r, not %r" % (got, e)
+h.pwrite(os.environ["V"].encode() * 4096, x)
+h.flush()
+'
+}
+
+# 1.
+gw_args a b
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put A
+stop_nbdkit "$tmp/pid"
+
+# 2.
+gw_args a
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put B A
+kill9_nbdkit "$tmp/pid"
+
+# 3.
+(cd "$tmp" && md5sum cache.img a.log b.log >sums)
+gw_args b
+rm -f "$tmp/rsock"
+expect_fail_with 'b\.log.*generation.*left out' \
+  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
+(cd "$tmp" && md5sum -c --quiet sums) ||
+  fail "the refused start with the stale mirror changed a file"
+
+# 4.
+gw_args a
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put C B
+nbdsh_u "$tmp/sock" -c '
+for i in range(2):
+    for off in range(1 << 20, 16 << 20, 1 << 20):
+        h.pwrite(bytes([i + 1]) * (1 << 20), off)
+        h.flush()
+'
+stop_nbdkit "$tmp/pid"
+
+# 5.
+gw_args b
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
+  fail "no warning that b.log was left out of a later run"
+put D C
+kill9_nbdkit "$tmp/pid"
+
+# 6.
+gw_args a b
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+V=D E=D put D D
+stop_nbdkit "$tmp/pid"
+echo "$_hhc_name: ok"
