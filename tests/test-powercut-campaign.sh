@@ -2,16 +2,17 @@
 # A short run of the power-cut campaign (scripts/campaign/powercut):
 # the gateway's cache, log and backend are disks that lose unflushed
 # writes (tests/powercut); a power cut under the verifying load in
-# every mode (mode hhc with 1, 2 and 8 barriers in flight, and with two
-# log mirrors) must lose no flushed write and corrupt no block, also
-# with 2M log segments.
+# every mode (mode hhc with 1, 2 and 8 barriers in flight, with two log
+# mirrors, and with two that are left out of starts in turn: a stale
+# one alone must be refused) must lose no flushed write and corrupt no
+# block, also with 2M log segments.
 # Then
 # the campaign must see a loss where there is one: a backend that
 # acknowledges flushes it does not do, in mode wt.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
-requires nbdkit
+requires nbdkit nbdinfo
 hhc=$(filter)
 make_tmpdir
 b=$abs_top_builddir
@@ -23,7 +24,9 @@ campaign=$abs_top_srcdir/scripts/campaign/powercut
 "$campaign" 3 800 >"$tmp/campaign.out" 2>&1 ||
   { cat "$tmp/campaign.out"; fail "the power-cut campaign failed"; }
 tail -1 "$tmp/campaign.out"
-grep -q '^powercut: 27 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
+grep -q '^powercut: hhc-swap: 1 restarts on a stale mirror alone refused' \
+  "$tmp/campaign.out" || fail "hhc-swap: not one refusal in 3 rounds"
+grep -q '^powercut: 30 rounds passed, 0 lost or corrupt blocks' "$tmp/campaign.out" ||
   fail "unexpected campaign summary: $(tail -1 "$tmp/campaign.out")"
 
 # seq-cutoff=1: every request bypasses the cache (writes to the backend,
