@@ -198,6 +198,12 @@ compare_mirrors (const struct offline_logset *ls,
                  ", %s's is %" PRIu64
                  " (it stopped being written, or is damaged): replay uses %s",
                  ls->paths[i], cb, ls->paths[best], bb, ls->paths[best]);
+      else if (cb > bb)
+        problem ("log mirror %s has a newer barrier (%" PRIu64
+                 ") than %s (%" PRIu64
+                 ") but is of an older run (it was left out of a later "
+                 "one): replay uses %s",
+                 ls->paths[i], cb, ls->paths[best], bb, ls->paths[best]);
       else if (c->end_seq != b->end_seq)
         warning ("log mirrors %s and %s end at different segments (%" PRIu64
                  " and %" PRIu64 ") after the same newest barrier",

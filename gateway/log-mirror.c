@@ -414,7 +414,19 @@ write_sb_locked (struct hhc_log *log)
   io.p[0] = buf;
   io.len[0] = LOG_SB_SIZE;
   io.off[0] = 0; /* do_io: over each mirror's older copy */
-  return mirrors_io_locked (log, &io);
+  int r = mirrors_io_locked (log, &io);
+  /* Taken by a mirror: one healthy that was not held (a held write
+   * succeeds with none).
+   */
+  hhc_lock (&log->lock);
+  for (unsigned i = 0; r == 0 && i < log->nm; i++)
+    if (!log->m[i].failed && !log->m[i].sb_hold)
+      {
+        log->sb_gen_taken = sb.generation;
+        break;
+      }
+  hhc_unlock (&log->lock);
+  return r;
 }
 
 int
@@ -425,16 +437,20 @@ write_sb (struct hhc_log *log)
   return write_sb_locked (log);
 }
 
+/* A new epoch (LOG_EPOCH_SHIFT): above the mirrors' and floor's. */
 int
 log_mark_run (struct hhc_log *log, uint64_t floor, uint64_t *gen)
 {
   HHC_SCOPED_LOCK (&log->io_lock);
+  uint64_t g
+      = HHC_MAX (__atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE), floor);
+  uint64_t epoch = (g >> LOG_EPOCH_SHIFT) + 1;
   int r;
 
-  if (__atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE) < floor)
-    __atomic_store_n (&log->sb_gen, floor, __ATOMIC_RELEASE);
+  /* write_sb_locked takes the next number: the epoch's first. */
+  __atomic_store_n (&log->sb_gen, (epoch << LOG_EPOCH_SHIFT) - 1,
+                    __ATOMIC_RELEASE);
   r = write_sb_locked (log);
-
   *gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
   return r;
 }
@@ -444,7 +460,7 @@ log_generation (struct hhc_log *log)
 {
   HHC_SCOPED_LOCK (&log->io_lock);
 
-  return __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
+  return log->sb_gen_taken;
 }
 
 /* This run's log is complete on every mirror (log_rebase, log_discard):

@@ -291,7 +291,7 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   log->hint_off = good->head_off;
   log->hint_seq = good->head_seq;
   log->sb_gen = HHC_MAX (log->sb_gen, good->generation); /* open_read_sbs */
-  log->open_gen = good->generation;
+  log->open_gen = log->sb_gen_taken = good->generation;
   switch (log_sb_check (good))
     {
     case LOG_SB_SOUND:

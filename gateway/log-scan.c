@@ -336,15 +336,16 @@ scan_all (struct hhc_log *log)
       long lb = jobs[k].s.last_barrier;
       m->scan_lb_seq = lb >= 0 ? jobs[k].s.segs.ptr[lb].seq : 0;
       m->scan_end_seq = jobs[k].s.end_seq;
-      /* Only a mirror with the newest superblock: one with an older
-       * one (joining already) missed a superblock write, so it was out
-       * of a later run or failed before it; its chain may even run
-       * further, in a history that run no longer has (a mirror left
-       * out of a run and used alone in the next: two histories under
-       * one log's sequence numbers).  What a FLUSH covered after that
-       * superblock write is on every mirror that took it.
+      /* Only a mirror of the newest run (epoch, log_int.h): one of an
+       * older run was left out of the newest, or failed before that
+       * run's start ended; its chain may even run further, in a
+       * history that run no longer has (two histories under one log's
+       * sequence numbers).  What a FLUSH covered in the newest run is
+       * on every mirror of it.
        */
-      if (r == 0 && !m->joining && scan_better (log, &jobs[k].s))
+      bool newest
+          = m->sb_gen >> LOG_EPOCH_SHIFT == log->open_gen >> LOG_EPOCH_SHIFT;
+      if (r == 0 && newest && scan_better (log, &jobs[k].s))
         {
           scan_free (&log->scan);
           log->scan = jobs[k].s;

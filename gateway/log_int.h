@@ -65,6 +65,17 @@
  */
 #define VOID_RETRY_NS 1000000000u
 
+/* A superblock generation is a run's epoch (the high 32 bits: each
+ * start's log_mark_run takes one above every epoch the mirrors given
+ * or the cache knew) and a count within the run (persist_head and the
+ * other superblock writes).  A mirror of an older epoch than the newest
+ * was left out of that run (or failed before its start ended): its
+ * chain is never the one read (scan_all), whatever its barriers; within
+ * an epoch the newest barrier decides, as mirrors of one run may
+ * disagree only by what a crash or a failure cut.
+ */
+#define LOG_EPOCH_SHIFT 32
+
 HHC_VECTOR (u64_vec, uint64_t)
 HHC_VECTOR (u32_vec, uint32_t)
 
@@ -253,10 +264,11 @@ struct hhc_log {
   char *identity;
   uint8_t uuid[16], cache_uuid[16];
   uint64_t sb_gen;
-  uint64_t open_gen; /* the newest valid superblock's at open (0: none) */
-  bool old_version;  /* a valid superblock of an earlier LOG_VERSION */
-  struct scan scan;  /* of the best mirror */
-  unsigned best;     /* mirror the scan came from */
+  uint64_t sb_gen_taken; /* the last generation a mirror took */
+  uint64_t open_gen;     /* the newest valid superblock's at open (0: none) */
+  bool old_version;      /* a valid superblock of an earlier LOG_VERSION */
+  struct scan scan;      /* of the best mirror */
+  unsigned best;         /* mirror the scan came from */
   uint64_t hint_seq, hint_off;
 
   pthread_mutex_t io_lock; /* one mirrors_io at a time; sb fields */

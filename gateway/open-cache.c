@@ -246,6 +246,14 @@ settle_after_load (struct hhc_volume *vol)
   else
     state = CACHE_IN_USE;
   vol->run_state = state;
+  /* A run with ssd-sync=checkpoint asks for a redo from its log's mark
+   * on (logpair_record_gen): until then no client was served and the
+   * cache holds everything, and a crash there must not ask for a redo
+   * of a log that has no mark of this run yet (a mirror given alone
+   * after a warning would be refused as stale).
+   */
+  if (state == CACHE_IN_USE_HHC && vol->loaded_state != CACHE_IN_USE_HHC)
+    state = CACHE_IN_USE_WB;
   r = cache_commit (&vol->cache);
   if (r == 0)
     r = cache_write_state (&vol->cache, state);

@@ -445,7 +445,8 @@ hhc_close (struct hhc_volume *vol)
    * alone next time must not come below it (logpair_stale).
    */
   if (vol->log && vol->started && vol->cache.log_gen)
-    vol->cache.log_gen = log_generation (vol->log);
+    vol->cache.log_gen
+        = HHC_MAX (vol->cache.log_gen, log_generation (vol->log));
   if (r == 0 && be_ok)
     r = cache_write_state (&vol->cache, CACHE_CLOSED);
   if (r2)

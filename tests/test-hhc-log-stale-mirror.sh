@@ -15,7 +15,13 @@
 #   5. b alone: starts with a warning naming b.log; x reads C; x=D,
 #      FLUSH, kill -9 (D is in b's log only).
 #   6. a and b: x reads D (b's generation is above a's: it is the log
-#      redone, and a joins it).
+#      redone, and a joins it); clean stop.
+#   7. a alone with ssd-sync=flush: x=E, 30 MiB more (a's superblock
+#      generation goes on past the start's, unrecorded), kill -9.
+#   8. b alone: a warning (no redo is owed); x reads E; x=F, FLUSH,
+#      kill -9.
+#   9. a and b: x reads F (b's run is newer than a's, though a's count
+#      of superblock writes went further: the epoch decides).
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -26,14 +32,27 @@ make_tmpdir
 export X=$(( 5 * 4096 ))
 truncate -s 16M "$tmp/backend.img"
 
-# gw_args MIRROR...: set gw, the gateway with log= each MIRROR.
+# gw_args MIRROR...: set gw, the gateway with log= each MIRROR (and
+# ssd-sync=$SYNC, default checkpoint).
 gw_args ()
 {
   local m
   gw=(--filter="$hhc" file "$tmp/backend.img" cache="$tmp/cache.img"
       cache-size=8M backend-id=stale-mirror idle-ms=0 dirty-low=90
-      dirty-high=95 ssd-sync=checkpoint log-size=16M)
+      dirty-high=95 ssd-sync="${SYNC:-checkpoint}" log-size=16M)
   for m in "$@"; do gw+=(log="$tmp/$m.log"); done
+}
+
+# traffic: 30 MiB through the 16 MiB log, x untouched (the log's head
+# moves: superblock writes).
+traffic ()
+{
+  nbdsh_u "$tmp/sock" -c '
+for i in range(2):
+    for off in range(1 << 20, 16 << 20, 1 << 20):
+        h.pwrite(bytes([i + 1]) * (1 << 20), off)
+        h.flush()
+'
 }
 
 # put V [EXPECT]: x must read EXPECT (if given); write x=V and FLUSH.
@@ -76,12 +95,7 @@ expect_fail_with 'b\.log.*generation.*left out' \
 gw_args a
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 put C B
-nbdsh_u "$tmp/sock" -c '
-for i in range(2):
-    for off in range(1 << 20, 16 << 20, 1 << 20):
-        h.pwrite(bytes([i + 1]) * (1 << 20), off)
-        h.flush()
-'
+traffic
 stop_nbdkit "$tmp/pid"
 
 # 5.
@@ -95,6 +109,27 @@ kill9_nbdkit "$tmp/pid"
 # 6.
 gw_args a b
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-V=D E=D put D D
+put D D
+stop_nbdkit "$tmp/pid"
+
+# 7.
+SYNC=flush gw_args a
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put E D
+traffic
+kill9_nbdkit "$tmp/pid"
+
+# 8.
+gw_args b
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
+  fail "step 8: no warning that b.log was left out of a later run"
+put F E
+kill9_nbdkit "$tmp/pid"
+
+# 9.
+gw_args a b
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put F F
 stop_nbdkit "$tmp/pid"
 echo "$_hhc_name: ok"
