@@ -157,6 +157,7 @@ cache_state_encode (const struct cache_state_page *sp, void *buf)
   put32 (pg + 28, sp->log_link);
   memcpy (pg + 32, sp->linked_log, 16);
   put64 (pg + 48, sp->log_gen);
+  put64 (pg + 56, sp->log_epoch);
   put32 (pg + CRC_AT, page_crc (pg));
 }
 
@@ -180,6 +181,9 @@ cache_state_decode (const void *buf, const uint8_t uuid[16],
     sp->log_link = CACHE_LOG_PAIRED; /* unknown: the safe side */
   memcpy (sp->linked_log, pg + 32, 16);
   sp->log_gen = get64 (pg + 48);
+  sp->log_epoch = get64 (pg + 56);
+  if (sp->log_gen >= CACHE_MAX_SEQ || sp->log_epoch >= CACHE_MAX_SEQ)
+    sp->log_gen = sp->log_epoch = 0; /* corrupt: no check */
   return true;
 }
 

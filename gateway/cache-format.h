@@ -31,6 +31,9 @@
  *   48 u64 the generation of the superblock that log's mirrors got at
  *      the start of the run (0 in pages of earlier builds: unknown): a
  *      mirror older than it was left out of a run (logpair_stale)
+ *   56 u64 the newest epoch a start reserved for its mark, before any
+ *      mirror could take it (logpair_reserve_epoch; 0: none)
+ * Values of these two at or past CACHE_MAX_SEQ read as 0 (corrupt).
  *
  * Metadata page (little-endian):
  *   0 u32 magic "HHMP"  4 u32 page number  8 u64 commit seq
@@ -174,7 +177,8 @@ struct cache_state_page {
   uint8_t uuid8[8];  /* the first 8 bytes of the cache UUID */
   uint32_t log_link; /* enum cache_log_link */
   uint8_t linked_log[16];
-  uint64_t log_gen; /* linked_log's superblock generation, 0: unknown */
+  uint64_t log_gen;   /* linked_log's superblock generation, 0: unknown */
+  uint64_t log_epoch; /* the newest epoch a start reserved (0: none) */
 };
 
 /* Encode sp into buf (CACHE_PAGE bytes, crc set). */

@@ -123,6 +123,7 @@ write_state_copy (struct hhc_cache *c, int copy, enum cache_state state,
     .seq = seq,
     .log_link = c->log_link,
     .log_gen = c->log_gen,
+    .log_epoch = c->log_epoch,
   };
 
   if (pg == NULL)
@@ -161,6 +162,7 @@ cache_read_state (struct hhc_cache *c, enum cache_state *state)
   *state = sp[newer].state;
   c->log_link = sp[newer].log_link;
   c->log_gen = sp[newer].log_gen;
+  c->log_epoch = sp[newer].log_epoch;
   memcpy (c->linked_log, sp[newer].linked_log, 16);
   return 0;
 }

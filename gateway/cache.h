@@ -59,6 +59,8 @@ struct hhc_cache {
   uint64_t log_gen;       /* that log's superblock generation at the
                            * start of the last run (state page; 0:
                            * unknown: logpair_stale) */
+  uint64_t log_epoch;     /* the newest epoch a start reserved (state
+                           * page: logpair_reserve_epoch) */
 
   /* Metadata pages. */
   pthread_mutex_t *page_locks; /* page p: page_locks[p % npagelocks]; each

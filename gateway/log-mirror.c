@@ -437,15 +437,31 @@ write_sb (struct hhc_log *log)
   return write_sb_locked (log);
 }
 
-/* A new epoch (LOG_EPOCH_SHIFT): above the mirrors' and floor's. */
-int
-log_mark_run (struct hhc_log *log, uint64_t floor, uint64_t *gen)
+uint64_t
+log_max_epoch (struct hhc_log *log)
 {
   HHC_SCOPED_LOCK (&log->io_lock);
-  uint64_t g
-      = HHC_MAX (__atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE), floor);
-  uint64_t epoch = (g >> LOG_EPOCH_SHIFT) + 1;
+
+  return __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE) >> LOG_EPOCH_SHIFT;
+}
+
+int
+log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+  uint64_t now = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
   int r;
+
+  /* Above every count of the epochs before (this start's superblock
+   * writes so far are of the mirrors' epoch).
+   */
+  epoch = HHC_MAX (epoch, (now >> LOG_EPOCH_SHIFT) + 1);
+  if (epoch >= UINT64_C (1) << 30)
+    {
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
+               "log: superblock generation past 2^62 (corrupt): refusing");
+      return EOVERFLOW;
+    }
 
   /* write_sb_locked takes the next number: the epoch's first. */
   __atomic_store_n (&log->sb_gen, (epoch << LOG_EPOCH_SHIFT) - 1,

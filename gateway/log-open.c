@@ -413,7 +413,17 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
    */
   for (unsigned i = 0; i < log->nm; i++)
     if (!log->m[i].blank && log->m[i].sb_gen < good.generation)
-      log->m[i].joining = true;
+      {
+        log->m[i].joining = true;
+        /* Of an older run (epoch, log_int.h): no superblock of this
+         * run until the re-log has made it complete (release_sb_hold),
+         * else a cut before that leaves its old chain in the newest
+         * run's epoch.
+         */
+        if (log->m[i].sb_gen >> LOG_EPOCH_SHIFT < good.generation
+            >> LOG_EPOCH_SHIFT)
+          log->m[i].sb_hold = true;
+      }
   if (nvalid == 0 && conf->identity == NULL)
     {
       hhc_msg (conf->msgfn, HHC_MSG_ERROR,

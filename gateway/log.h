@@ -128,15 +128,30 @@ void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],
  * open (0: the log was blank or formatted).
  */
 uint64_t log_open_generation (struct hhc_log *log);
-/* After log_start's re-log: write a superblock of a new generation,
- * above floor too, to every healthy mirror and sync; *gen gets it.  A
- * mirror left out of this run (not given) keeps an older one: the
- * cache records *gen (logpair_record_gen) so that such a mirror, given
- * alone later, is known to be stale; floor is the generation it
- * recorded last (a stale mirror used alone must not bring the number
- * back below what the others hold).  0 or errno.
+/* A superblock generation is a run's epoch (the high 32 bits: each
+ * start's log_mark_run takes one above every epoch the mirrors given
+ * or the cache knew) and a count within the run (persist_head and the
+ * other superblock writes).  A mirror of an older epoch than the newest
+ * was left out of that run (or failed before its start ended): its
+ * chain is never the one read (scan_all), whatever its barriers; within
+ * an epoch the newest barrier decides, as mirrors of one run may
+ * disagree only by what a crash or a failure cut.
  */
-int log_mark_run (struct hhc_log *log, uint64_t floor, uint64_t *gen);
+#define LOG_EPOCH_SHIFT 32
+
+/* The newest superblock epoch the mirrors given hold, void marks
+ * included.
+ */
+uint64_t log_max_epoch (struct hhc_log *log);
+/* After log_start's re-log: write a superblock of the first generation
+ * of epoch (which the cache reserved: above log_max_epoch and every
+ * epoch it reserved before) to every healthy mirror and sync; *gen
+ * gets it.  A mirror left out of this run keeps an older epoch: the
+ * cache records *gen (logpair_record_gen) so that such a mirror, given
+ * alone later, is known to be stale.  0 or errno (EOVERFLOW: past
+ * 2^30 epochs, a corrupt generation).
+ */
+int log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen);
 /* The generation of the last superblock written (after log_stop: the
  * one its mirrors end the run with).
  */

@@ -65,17 +65,6 @@
  */
 #define VOID_RETRY_NS 1000000000u
 
-/* A superblock generation is a run's epoch (the high 32 bits: each
- * start's log_mark_run takes one above every epoch the mirrors given
- * or the cache knew) and a count within the run (persist_head and the
- * other superblock writes).  A mirror of an older epoch than the newest
- * was left out of that run (or failed before its start ended): its
- * chain is never the one read (scan_all), whatever its barriers; within
- * an epoch the newest barrier decides, as mirrors of one run may
- * disagree only by what a crash or a failure cut.
- */
-#define LOG_EPOCH_SHIFT 32
-
 HHC_VECTOR (u64_vec, uint64_t)
 HHC_VECTOR (u32_vec, uint32_t)
 

@@ -255,15 +255,26 @@ logpair_stale (struct hhc_volume *vol, int state)
   return 0;
 }
 
+void
+logpair_reserve_epoch (struct hhc_volume *vol)
+{
+  struct hhc_cache *c = &vol->cache;
+  uint64_t e = HHC_MAX (c->log_epoch, c->log_gen >> LOG_EPOCH_SHIFT);
+
+  if (vol->log)
+    c->log_epoch = HHC_MAX (e, log_max_epoch (vol->log)) + 1;
+}
+
 int
 logpair_record_gen (struct hhc_volume *vol)
 {
   uint64_t gen;
-  int r = log_mark_run (vol->log, vol->cache.log_gen, &gen);
+  int r = log_mark_run (vol->log, vol->cache.log_epoch, &gen);
 
   if (r)
     return r;
   vol->cache.log_gen = gen;
+  vol->cache.log_epoch = HHC_MAX (vol->cache.log_epoch, gen >> LOG_EPOCH_SHIFT);
   return cache_write_state (&vol->cache, vol->run_state);
 }
 

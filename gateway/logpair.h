@@ -32,8 +32,16 @@ void logpair_link (struct hhc_volume *vol);
  * everything, and its dirty blocks are written to the log at start.
  */
 int logpair_stale (struct hhc_volume *vol, int state);
-/* At start, after the re-log: a new log generation on every mirror
- * given, recorded in the state page (logpair_stale's reference).
+/* Mode hhc, in the state page settle_after_load writes before any I/O:
+ * the epoch this start's mark will take, above every one the mirrors
+ * given hold and every one reserved before, so that a start cut while
+ * its mark reached only some mirrors never lets a later start take the
+ * same epoch (found by review).
+ */
+void logpair_reserve_epoch (struct hhc_volume *vol);
+/* At start, after the re-log: the reserved epoch's first superblock
+ * on every mirror given, recorded in the state page (logpair_stale's
+ * reference).
  */
 int logpair_record_gen (struct hhc_volume *vol);
 /* format=force in a mode other than hhc over a cache used in hhc: void

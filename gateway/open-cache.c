@@ -254,6 +254,7 @@ settle_after_load (struct hhc_volume *vol)
    */
   if (state == CACHE_IN_USE_HHC && vol->loaded_state != CACHE_IN_USE_HHC)
     state = CACHE_IN_USE_WB;
+  logpair_reserve_epoch (vol);
   r = cache_commit (&vol->cache);
   if (r == 0)
     r = cache_write_state (&vol->cache, state);

@@ -423,7 +423,8 @@ crashdev_crash (struct hhc_dev *d, unsigned seed,
 
   if (w == NULL || o == NULL)
     abort ();
-  memcpy (w, c->pending.ptr, c->pending.len * sizeof *w);
+  if (c->pending.len > 0) /* ptr may be NULL */
+    memcpy (w, c->pending.ptr, c->pending.len * sizeof *w);
   for (size_t i = 0; i < c->pending.len; i++)
     {
       bool k = keep ? keep (i, opaque) : (rand_r (&seed) & 1);
