@@ -70,6 +70,18 @@ h.flush()
 '
 }
 
+# b_warned EXPECT NEW: start on b alone, which must warn that it was
+# left out of a later run; x reads EXPECT; write x=NEW, FLUSH, kill -9.
+b_warned ()
+{
+  gw_args b
+  start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+  grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
+    fail "no warning that b.log was left out of a later run (x=$2)"
+  put "$2" "$1"
+  kill9_nbdkit "$tmp/pid"
+}
+
 # 1.
 gw_args a b
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
@@ -99,12 +111,7 @@ traffic
 stop_nbdkit "$tmp/pid"
 
 # 5.
-gw_args b
-start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
-  fail "no warning that b.log was left out of a later run"
-put D C
-kill9_nbdkit "$tmp/pid"
+b_warned C D
 
 # 6.
 gw_args a b
@@ -120,12 +127,7 @@ traffic
 kill9_nbdkit "$tmp/pid"
 
 # 8.
-gw_args b
-start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
-  fail "step 8: no warning that b.log was left out of a later run"
-put F E
-kill9_nbdkit "$tmp/pid"
+b_warned E F
 
 # 9.
 gw_args a b
