@@ -399,8 +399,8 @@ sb_of_log (const struct hhc_log *log, struct log_sb *sb)
 /* Write the superblock (next generation, over the older copy) to every
  * healthy mirror and sync (io_lock held).
  */
-int
-write_sb_locked (struct hhc_log *log)
+static int
+write_sb_gen_locked (struct hhc_log *log, uint64_t gen)
 {
   HHC_CLEANUP_FREE unsigned char *buf = hhc_alloc_aligned (LOG_SB_SIZE);
   struct io io = { .n = 1, .sync = true, .sb = true };
@@ -408,7 +408,7 @@ write_sb_locked (struct hhc_log *log)
 
   if (buf == NULL)
     return ENOMEM;
-  __atomic_add_fetch (&log->sb_gen, 1, __ATOMIC_ACQ_REL); /* void_failed */
+  __atomic_store_n (&log->sb_gen, gen, __ATOMIC_RELEASE); /* void_failed */
   sb_of_log (log, &sb);
   log_sb_encode (&sb, buf);
   io.p[0] = buf;
@@ -427,6 +427,24 @@ write_sb_locked (struct hhc_log *log)
       }
   hhc_unlock (&log->lock);
   return r;
+}
+
+int
+write_sb_locked (struct hhc_log *log)
+{
+  uint64_t gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE) + 1;
+
+  /* The count within a run must not carry into an epoch no start
+   * reserved (2^32 superblock writes: a year at 100 a second).
+   */
+  if (gen % (UINT64_C (1) << LOG_EPOCH_SHIFT) == 0)
+    {
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
+               "log: 2^32 superblock writes in one run: restart the "
+               "gateway (a new run)");
+      return EOVERFLOW;
+    }
+  return write_sb_gen_locked (log, gen);
 }
 
 int
@@ -463,10 +481,7 @@ log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen)
       return EOVERFLOW;
     }
 
-  /* write_sb_locked takes the next number: the epoch's first. */
-  __atomic_store_n (&log->sb_gen, (epoch << LOG_EPOCH_SHIFT) - 1,
-                    __ATOMIC_RELEASE);
-  r = write_sb_locked (log);
+  r = write_sb_gen_locked (log, epoch << LOG_EPOCH_SHIFT);
   *gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
   return r;
 }

@@ -139,8 +139,8 @@ uint64_t log_open_generation (struct hhc_log *log);
  */
 #define LOG_EPOCH_SHIFT 32
 
-/* The newest superblock epoch the mirrors given hold, void marks
- * included.
+/* The newest superblock epoch the mirrors given hold (valid copies;
+ * the cache's own reservation covers a start whose mark was cut).
  */
 uint64_t log_max_epoch (struct hhc_log *log);
 /* After log_start's re-log: write a superblock of the first generation

@@ -42,6 +42,17 @@ give (struct env *e, unsigned mask)
   e->conf.nlogs = n;
 }
 
+/* The epoch of the newest valid superblock on crash device cd. */
+static uint64_t
+sb_epoch (struct hhc_dev *cd)
+{
+  struct log_sb sb;
+  struct log_sb_read rd;
+
+  assert_int_equal (log_dev_sb (cd, &sb, &rd), 0);
+  return sb.generation >> LOG_EPOCH_SHIFT;
+}
+
 static uint64_t
 ssd_writes (struct env *e)
 {
@@ -68,8 +79,12 @@ start_dies_after_mark (struct env *e)
   free (a);
   assert_true (n > 0);
   pdev_fail_after (e->ssd.pd, n - 1);
+  uint64_t before = sb_epoch (e->logs[0].cd);
   assert_int_not_equal (env_try_open (e), 0);
   pdev_heal (e->ssd.pd);
+  /* The premise: a took this start's mark (a new epoch), b did not. */
+  assert_true (sb_epoch (e->logs[0].cd) > before);
+  assert_true (sb_epoch (e->logs[1].cd) < sb_epoch (e->logs[0].cd));
 }
 
 static void
