@@ -499,6 +499,41 @@ log_generation (struct hhc_log *log)
  * copy would win over one; one behind gets the head past what it
  * lacks), and every mirror that joined now counts as holding the log.
  */
+/* A mirror of an older run, about to get this run's superblock: its
+ * block at the tail gets zeros (and a sync), so that no segment of its
+ * own history there can pass for this run's next one (the segment at
+ * the head has no link to check: found by review).  io_lock held.
+ */
+static void
+cut_older_history (struct hhc_log *log, struct mirror *m)
+{
+  HHC_CLEANUP_FREE unsigned char *z = hhc_alloc_aligned (LOG_ALIGN);
+  uint64_t phys;
+  bool skip;
+  int r;
+
+  hhc_lock (&log->lock);
+  phys = log->tail_lpos % log->region_size;
+  m->older_run = false;
+  skip = m->failed;
+  hhc_unlock (&log->lock);
+  if (skip)
+    return;
+  if (phys + LOG_ALIGN > log->region_size)
+    phys = 0; /* the next segment wraps */
+  if (z == NULL)
+    r = ENOMEM;
+  else
+    {
+      memset (z, 0, LOG_ALIGN);
+      r = dev_pwrite (m->dev, z, LOG_ALIGN, LOG_REGION_OFF + phys);
+    }
+  if (r == 0)
+    r = mirror_fsync (m, NULL, 0, 0);
+  if (r)
+    mirror_failed (log, m, r);
+}
+
 int
 release_sb_hold (struct hhc_log *log)
 {
@@ -506,6 +541,9 @@ release_sb_hold (struct hhc_log *log)
   bool any = false;
   int r;
 
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].older_run)
+      cut_older_history (log, &log->m[i]);
   hhc_lock (&log->lock);
   for (unsigned i = 0; i < log->nm; i++)
     {

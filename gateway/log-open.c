@@ -422,7 +422,7 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
          */
         if (log->m[i].sb_gen >> LOG_EPOCH_SHIFT < good.generation
             >> LOG_EPOCH_SHIFT)
-          log->m[i].sb_hold = true;
+          log->m[i].sb_hold = log->m[i].older_run = true;
       }
   if (nvalid == 0 && conf->identity == NULL)
     {

@@ -166,6 +166,11 @@ struct mirror {
    * then a copy of its void superblock wins, and it reads as blank).
    */
   bool sb_hold;
+  /* Of an older run than the newest (log-open.c): past this run's tail
+   * it may hold segments of a history this run does not have, which
+   * release_sb_hold cuts off with a zero block at the tail.
+   */
+  bool older_run;
   /* It joined at this start (blank, void, or behind the others: an
    * older superblock or a shorter chain) and does not yet hold the log
    * for a restart, until release_sb_hold has written this run's

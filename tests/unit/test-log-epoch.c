@@ -13,6 +13,13 @@
  *                 b's), and a and b together read v2.  Without the
  *                 reservation b's mark took a's epoch, a alone was
  *                 taken and its log redone: v1.
+ *   older_run_tail  b alone writes 40 segments (drained), then a alone
+ *                 a few: at the start with both, b (of the older run)
+ *                 holds its own history past the log's tail; once the
+ *                 start is done its block at the tail is zeros, so that
+ *                 no stale segment there can pass for this run's next
+ *                 (the head segment's link is not checked).  Without
+ *                 cut_older_history it holds b's old segment.
  */
 #include <config.h>
 
@@ -26,6 +33,8 @@
 #include <cmocka.h>
 
 #include "log-helpers.h"
+#include "log_int.h"
+#include "vol.h"
 
 /* Give the start the mirrors of mask (bit i: e->logs[i]). */
 static void
@@ -122,11 +131,59 @@ test_partial_mark (void **state)
   pw_env_free (&e, &pw);
 }
 
+/* Write versions v of blocks first..first+n-1, a FLUSH after each. */
+static void
+write_flushed (struct env *e, uint64_t first, uint64_t n, uint64_t v)
+{
+  for (uint64_t l = first; l < first + n; l++)
+    {
+      env_write (e, l, v, false);
+      env_flush (e);
+    }
+}
+
+static void
+test_older_run_tail (void **state)
+{
+  struct env e;
+  unsigned char blk[LOG_ALIGN], zero[LOG_ALIGN] = { 0 };
+  uint64_t phys;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  write_flushed (&e, 3, 1, 1);
+  env_close (&e);
+  give (&e, 2);
+  env_open (&e);
+  write_flushed (&e, 10, 40, 2);
+  assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+  env_close (&e);
+  give (&e, 1);
+  env_open (&e);
+  write_flushed (&e, 5, 1, 3);
+  assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+  env_close (&e);
+
+  give (&e, 3);
+  env_open (&e);
+  hhc_lock (&e.vol->log->lock);
+  phys = e.vol->log->tail_lpos % e.vol->log->region_size;
+  hhc_unlock (&e.vol->log->lock);
+  assert_int_equal (
+      dev_pread (e.logs[1].cd, blk, LOG_ALIGN, LOG_REGION_OFF + phys), 0);
+  assert_memory_equal (blk, zero, LOG_ALIGN);
+  assert_true (reads_v (&e, 5, 3));
+  assert_true (reads_v (&e, 10, 2));
+  env_close (&e);
+  env_free (&e);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_partial_mark),
+    cmocka_unit_test (test_older_run_tail),
   };
 
   test_filter_from_env ();
