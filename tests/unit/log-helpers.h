@@ -187,7 +187,7 @@ struct pdev {
   uint64_t sb_writes[8];
   unsigned nsb;
   uint64_t bad_off, bad_len; /* reads that touch these bytes fail */
-  unsigned sync_delay_us;
+  unsigned sync_delay_us;    /* atomic: pdev_set_sync_delay */
 };
 
 struct pdev *to_pdev (struct hhc_dev *d);
@@ -199,6 +199,10 @@ void pdev_fail_after (struct hhc_dev *d, uint64_t n);
 /* The write after n more successful ones fails (EIO), alone. */
 void pdev_fail_once (struct hhc_dev *d, uint64_t n);
 void pdev_heal (struct hhc_dev *d);
+/* Each sync (and FUA write) of d first sleeps us microseconds (the
+ * volume's threads may be syncing it: atomic).
+ */
+void pdev_set_sync_delay (struct hhc_dev *d, unsigned us);
 /* Offer FUA (as the inner device does: the default) or not. */
 void pdev_set_fua (struct hhc_dev *d, bool on);
 /* The next read of d in the log region (past LOG_REGION_OFF) waits at

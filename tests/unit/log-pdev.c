@@ -139,9 +139,11 @@ pd_pwrite (struct hhc_dev *d, const void *buf, size_t len, uint64_t off)
 static void
 pd_delay (struct pdev *p)
 {
-  if (p->sync_delay_us)
+  unsigned us = __atomic_load_n (&p->sync_delay_us, __ATOMIC_RELAXED);
+
+  if (us)
     {
-      struct timespec ts = { 0, (long)p->sync_delay_us * 1000 };
+      struct timespec ts = { 0, (long)us * 1000 };
       nanosleep (&ts, NULL);
     }
 }
@@ -260,6 +262,12 @@ pdev_fail_once (struct hhc_dev *d, uint64_t n)
   __atomic_store_n (&p->fail_after,
                     __atomic_load_n (&p->writes, __ATOMIC_ACQUIRE) + n,
                     __ATOMIC_RELEASE);
+}
+
+void
+pdev_set_sync_delay (struct hhc_dev *d, unsigned us)
+{
+  __atomic_store_n (&to_pdev (d)->sync_delay_us, us, __ATOMIC_RELAXED);
 }
 
 void

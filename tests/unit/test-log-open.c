@@ -391,12 +391,12 @@ test_rebase_tight (void **state)
       dev_load (e.logs[0].cd, log);
       membackend_poke (e.mb, be, besize, 0);
       membackend_fail_all (e.mb, MB_OP_WRITE, true);
-      to_pdev (e.logs[0].pd)->sync_delay_us = 2000;
+      pdev_set_sync_delay (e.logs[0].pd, 2000);
       pdev_fail_after (e.logs[0].pd, at);
       if (env_try_open (&e) == 0)
         env_close (&e);
       pdev_heal (e.logs[0].pd);
-      to_pdev (e.logs[0].pd)->sync_delay_us = 0;
+      pdev_set_sync_delay (e.logs[0].pd, 0);
       membackend_fail_all (e.mb, MB_OP_WRITE, false);
       env_new_ssd (&e);
       env_open (&e);

@@ -405,9 +405,9 @@ join_then_fail (uint64_t k, bool behind)
    */
   pdev_fail_once (e.logs[0].pd, k);
   power_arm_after_fault (&pw, 3, 7, false, e.logs[0].pd);
-  to_pdev (e.logs[1].pd)->sync_delay_us = 100000;
+  pdev_set_sync_delay (e.logs[1].pd, 100000);
   int r = env_try_open (&e);
-  to_pdev (e.logs[1].pd)->sync_delay_us = 0;
+  pdev_set_sync_delay (e.logs[1].pd, 0);
   /* The start goes on with the joining mirror (found by review: a
    * superblock that only mirror 0 could take failed it).
    */

@@ -71,7 +71,7 @@ test_group_commit (void **state)
   /* An HDD: a sync takes a while (the log's only; no time is
    * asserted).
    */
-  to_pdev (e.logs[0].pd)->sync_delay_us = 1000;
+  pdev_set_sync_delay (e.logs[0].pd, 1000);
   env_open (&e);
   /* Nothing is written back: the log alone holds what was flushed
    * (checked by a replay below).
