@@ -17,7 +17,9 @@
  *                  at open (at once, a thread each); inspection
  *   log-replay.c   replay into the backend: the surviving blocks
  *   log-stream.c   the replay's reads of the log and writes
- *   log-mirror.c   mirror I/O and failure, superblock I/O, voiding
+ *   log-mirror.c   mirror I/O and failure, voiding
+ *   log-superblock.c  superblock I/O: writes, a run's mark, release of
+ *                  the mirrors that joined, reading a mirror's copies
  *   log-index.c    the in-memory index: keys, the ring of segments,
  *                  the unlogged bitmap, deaths, the head
  *   log-format.c   the on-disk codec and the segment checksum
