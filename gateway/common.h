@@ -48,10 +48,6 @@ void hhc_deadline (struct timespec *ts, unsigned ms);
 
 /* Monotonic time in nanoseconds. */
 uint64_t hhc_now_ns (void);
-/* The same clock at the kernel tick's resolution (1-10 ms), cheaper;
- * never ahead of hhc_now_ns.
- */
-uint64_t hhc_now_coarse_ns (void);
 
 /* Allocate a zeroed buffer aligned to 4096 (for O_DIRECT). */
 void *hhc_alloc_aligned (size_t size);

@@ -36,15 +36,6 @@ hhc_now_ns (void)
   return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-uint64_t
-hhc_now_coarse_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 hhc_deadline (struct timespec *ts, unsigned ms)
 {
