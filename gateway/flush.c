@@ -20,6 +20,7 @@
 #include "bflush.h"
 #include "common.h"
 #include "flusher.h"
+#include "logpair.h"
 #include "passdown.h"
 #include "vol.h"
 
@@ -84,6 +85,7 @@ leave_wal (struct hhc_volume *vol)
       if (r == 0)
         {
           vol->wal_left = true;
+          vol->run_state = CACHE_IN_USE_WB; /* logpair_record_failures */
           hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                    "%s: no log mirror left: FLUSHes commit the cache and "
                    "write back every dirty block from now on",
@@ -123,6 +125,8 @@ flush_run (struct hhc_volume *vol, void *bctx)
     r = cache_commit (&vol->cache); /* the log writes meanwhile */
   if (vol->log && rl == 0 && ticket.seq)
     rl = log_barrier_wait (vol->log, &ticket);
+  if (r == 0 && vol->log && rl == 0)
+    rl = logpair_record_failures (vol); /* a mirror failed: §5.10 */
   if (r == 0 && vol->log)
     {
       r = rl;

@@ -227,7 +227,8 @@ mark_failed_locked (struct hhc_log *log, struct mirror *m, bool can_void)
   if (m->failed)
     return;
   m->failed = true;
-  m->fail_gen = ++log->fail_gen;
+  m->fail_gen = log->fail_gen + 1;
+  __atomic_store_n (&log->fail_gen, m->fail_gen, __ATOMIC_RELEASE);
   m->no_void = !can_void;
   log->healthy--;
   /* Pipelined barriers: a lane waiting for its writes gives up, and

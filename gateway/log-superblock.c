@@ -132,6 +132,26 @@ log_generation (struct hhc_log *log)
   return log->sb_gen_taken;
 }
 
+uint64_t
+log_failures (struct hhc_log *log)
+{
+  return __atomic_load_n (&log->fail_gen, __ATOMIC_ACQUIRE);
+}
+
+int
+log_mark_failures (struct hhc_log *log, uint64_t *gen)
+{
+  HHC_SCOPED_LOCK (&log->io_lock);
+  uint64_t before = log->sb_gen_taken;
+  int r = write_sb_locked (log);
+
+  *gen = log->sb_gen_taken;
+  /* A write that only held mirrors took proves nothing (none at run
+   * time: release_sb_hold ends the start).
+   */
+  return r ? r : *gen > before ? 0 : EIO;
+}
+
 /* A mirror of an older run, about to get this run's superblock: its
  * block at the tail gets zeros (and a sync), so that no segment of its
  * own history there can pass for this run's next one (the segment at

@@ -156,6 +156,16 @@ int log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen);
  * one its mirrors end the run with).
  */
 uint64_t log_generation (struct hhc_log *log);
+/* Mirror failures so far in this run (a count that only grows). */
+uint64_t log_failures (struct hhc_log *log);
+/* A mirror that failed and was not voided keeps this run's superblock
+ * generation: given alone after a crash, it could pass for the log
+ * (docs/design.md §5.10).  Before a FLUSH that only the others hold is
+ * acknowledged, they get a superblock of the next generation (*gen),
+ * which the cache records (logpair_record_failures).  0 or errno (no
+ * healthy mirror took it).
+ */
+int log_mark_failures (struct hhc_log *log, uint64_t *gen);
 
 /* Replay the log into the backend through write (block-sized writes at
  * lba * block_size), calling progress(done, total) now and then:

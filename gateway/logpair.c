@@ -240,7 +240,8 @@ logpair_stale (struct hhc_volume *vol, int state)
       hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "log= %s: superblock generation %" PRIu64
                " is older than the %" PRIu64 " this cache last ran with (a "
-               "mirror left out of a later run): redoing it after the "
+               "mirror left out of a later run, or one that failed in it): "
+               "redoing it after the "
                "crash would undo FLUSHed writes; give the last run's "
                "mirrors",
                names, g, c->log_gen);
@@ -249,7 +250,8 @@ logpair_stale (struct hhc_volume *vol, int state)
   hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
            "log= %s: superblock generation %" PRIu64
            " is older than the %" PRIu64 " this cache last ran with (a "
-           "mirror left out of a later run): its segments are not used; "
+           "mirror left out of a later run, or one that failed in it): its "
+           "segments are not used; "
            "the cache's dirty blocks are written to it at start",
            names, g, c->log_gen);
   return 0;
@@ -268,14 +270,42 @@ logpair_reserve_epoch (struct hhc_volume *vol)
 int
 logpair_record_gen (struct hhc_volume *vol)
 {
-  uint64_t gen;
+  uint64_t gen, f = log_failures (vol->log); /* the mark covers them */
   int r = log_mark_run (vol->log, vol->cache.log_epoch, &gen);
 
   if (r)
     return r;
   vol->cache.log_gen = gen;
   vol->cache.log_epoch = HHC_MAX (vol->cache.log_epoch, gen >> LOG_EPOCH_SHIFT);
-  return cache_write_state (&vol->cache, vol->run_state);
+  r = cache_write_state (&vol->cache, vol->run_state);
+  if (r == 0)
+    __atomic_store_n (&vol->fails_recorded, f, __ATOMIC_RELEASE);
+  return r;
+}
+
+int
+logpair_record_failures (struct hhc_volume *vol)
+{
+  uint64_t f = log_failures (vol->log), gen;
+  int r = 0;
+
+  if (f == __atomic_load_n (&vol->fails_recorded, __ATOMIC_ACQUIRE))
+    return 0; /* every FLUSH: one atomic load */
+  hhc_lock (&vol->wal_lock);
+  f = log_failures (vol->log); /* before the superblock: it covers them */
+  if (f > vol->fails_recorded)
+    {
+      r = log_mark_failures (vol->log, &gen);
+      if (r == 0)
+        {
+          vol->cache.log_gen = HHC_MAX (vol->cache.log_gen, gen);
+          r = cache_write_state (&vol->cache, vol->run_state);
+        }
+      if (r == 0)
+        __atomic_store_n (&vol->fails_recorded, f, __ATOMIC_RELEASE);
+    }
+  hhc_unlock (&vol->wal_lock);
+  return r;
 }
 
 /* format=force in a mode other than hhc over a cache used in hhc: its

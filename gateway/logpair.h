@@ -44,6 +44,14 @@ void logpair_reserve_epoch (struct hhc_volume *vol);
  * reference).
  */
 int logpair_record_gen (struct hhc_volume *vol);
+/* Before a FLUSH is acknowledged: if a log mirror failed since the
+ * last record, the healthy ones get a newer superblock and the state
+ * page records its generation (under wal_lock), so that the failed
+ * mirror, not voided before a crash and given alone, is known to be
+ * stale (logpair_stale).  0, or errno (the caller falls back when no
+ * mirror is left).
+ */
+int logpair_record_failures (struct hhc_volume *vol);
 /* format=force in a mode other than hhc over a cache used in hhc: void
  * its log first (log= must name it), else refuse.
  */

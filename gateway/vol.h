@@ -145,6 +145,10 @@ struct hhc_volume {
    */
   pthread_mutex_t wal_lock;
   bool wal_left;
+  /* log_failures the state page's log_gen covers (atomic; written
+   * under wal_lock: logpair_record_failures).
+   */
+  uint64_t fails_recorded;
   bool flusher_on; /* atomic: the flusher thread runs */
   struct hhc_flusher flusher;
   struct hhc_stats stats;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# A log mirror that fails during a run and is not voided before a crash
+# (its device is unreachable) keeps that run's superblock generation on
+# disk.  Given alone at the next start, it must not pass for the log:
+# FLUSHes after its failure are only on the other mirrors.  Before such
+# a FLUSH is acknowledged the healthy mirrors get a newer superblock
+# and the cache records its generation (logpair_record_failures), so
+# the failed mirror is refused (a redo is owed) or warned about.  x is
+# block 5; mirror a is an NBD server (killed to fail it), b a file.
+#   1. ssd-sync=checkpoint, a and b: x=A, FLUSH; a's server is killed;
+#      x=B, FLUSH (B is in b's log only); the gateway is killed.
+#   2. a alone (its file): refused, the error names a.log; nothing
+#      changed.
+#   3. a and b: x reads B (b's chain is the log); clean stop.
+#   4. ssd-sync=flush, a (served again) and b: x=C, FLUSH; a's server
+#      is killed; x=D, FLUSH; the gateway is killed.
+#   5. a alone: starts with a warning naming a.log (no redo is owed:
+#      the cache holds D); x reads D.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh md5sum
+hhc=$(filter)
+make_tmpdir
+
+export X=$(( 5 * 4096 ))
+truncate -s 16M "$tmp/backend.img" "$tmp/a.log" "$tmp/b.log"
+
+# gw_args MIRROR...: set gw, the gateway with log= each MIRROR (and
+# ssd-sync=$SYNC, default checkpoint).
+gw_args ()
+{
+  local m
+  gw=(--filter="$hhc" file "$tmp/backend.img" cache="$tmp/cache.img"
+      cache-size=8M backend-id=failed-mirror idle-ms=0 dirty-low=90
+      dirty-high=95 ssd-sync="${SYNC:-checkpoint}" log-size=16M)
+  for m in "$@"; do gw+=(log="$m"); done
+}
+
+# put V [EXPECT]: x must read EXPECT (if given); write x=V and FLUSH.
+put ()
+{
+  V=$1 E=${2:-} nbdsh_u "$tmp/sock" -c '
+import os
+x = int(os.environ["X"])
+e = os.environ["E"]
+if e:
+    got = h.pread(1, x)
+    assert got == e.encode(), "x reads %r, not %r" % (got, e)
+h.pwrite(os.environ["V"].encode() * 4096, x)
+h.flush()
+'
+}
+
+# The gateway's stats say a mirror failed (the FLUSH put made saw it).
+a_failed ()
+{
+  python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["log"]
+sys.exit(not (s["mirrors_failed"] == 1 and s["mirrors_unvoided"] == 1))' \
+    "$tmp/stats.json"
+}
+
+# run_with_a_failing V0 V1: a (NBD) and b; x=V0, FLUSH; kill a's
+# server; x=V1, FLUSH; kill -9 the gateway.
+run_with_a_failing ()
+{
+  rm -f "$tmp/a.sock"
+  start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
+  gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
+  gw+=(stats="$tmp/stats.json")
+  start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+  put "$1" "${3:-}"
+  kill9_nbdkit "$tmp/a.pid"
+  rm -f "$tmp/a.sock" # no void can reach it
+  put "$2" "$1"
+  poll_until 30 a_failed ||
+    fail "the stats do not show mirror a failed and not voided"
+  kill9_nbdkit "$tmp/pid"
+}
+
+# 1.
+run_with_a_failing A B
+
+# 2.
+(cd "$tmp" && md5sum cache.img a.log b.log >sums)
+gw_args "$tmp/a.log"
+rm -f "$tmp/rsock"
+expect_fail_with 'a\.log.*generation.*failed in' \
+  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
+(cd "$tmp" && md5sum -c --quiet sums) ||
+  fail "the refused start with the failed mirror changed a file"
+
+# 3.
+gw_args "$tmp/a.log" "$tmp/b.log"
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put B B
+stop_nbdkit "$tmp/pid"
+
+# 4.
+SYNC=flush run_with_a_failing C D B
+
+# 5.
+SYNC=flush gw_args "$tmp/a.log"
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+grep -q 'warning: log= .*a\.log: .*failed in' "$tmp/nbdkit-$_hhc_nlogs.log" ||
+  fail "no warning that a.log failed in the last run"
+put E D
+stop_nbdkit "$tmp/pid"
+echo "$_hhc_name: ok"
