@@ -26,7 +26,8 @@ enum tuning_kind {
   T_FORMAT,
   T_BOOL,
   T_SSDSYNC,
-  T_PROMOTE
+  T_PROMOTE,
+  T_LOGLOST
 };
 
 struct tuning_key {
@@ -53,6 +54,7 @@ static const struct tuning_key tuning_keys[] = {
   { "ssd-sync", T_SSDSYNC, 0, 0, "flush or checkpoint" },
   { "seq-cutoff", T_BYTES, 0, 0, "a size (0: off)" },
   { "promote", T_PROMOTE, 0, 0, "always or nhit" },
+  { "log-lost", T_LOGLOST, 0, 0, "refuse or accept" },
   { "promote-hits", T_UINT, 1, 255, "a whole number from 1 to 255" },
   { "promote-window", T_UINT, 0, 1000000000,
     "a whole number from 0 to 1000000000" },
@@ -83,6 +85,7 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
   static const char *const formats[] = { "auto", "force", "never", NULL };
   static const char *const ssd_syncs[] = { "flush", "checkpoint", NULL };
   static const char *const promotes[] = { "always", "nhit", NULL };
+  static const char *const log_losts[] = { "refuse", "accept", NULL };
   char buf[32];
   bool b;
   size_t len = strlen (text);
@@ -110,6 +113,8 @@ tuning_ok (const struct tuning_key *k, const char *text, uint64_t *n)
       return cfg_in_list (text, ssd_syncs);
     case T_PROMOTE:
       return cfg_in_list (text, promotes);
+    case T_LOGLOST:
+      return cfg_in_list (text, log_losts);
     case T_BOOL:
       return hhc_parse_bool (text, &b) == NULL;
     }
@@ -127,7 +132,8 @@ tuning_value (struct ctx *c, const struct at *a, const struct tuning_key *k,
   if (json_is_string (a->v))
     text = json_string_value (a->v);
   else if (json_is_integer (a->v) && k->kind != T_FORMAT && k->kind != T_BOOL
-           && k->kind != T_SSDSYNC && k->kind != T_PROMOTE)
+           && k->kind != T_SSDSYNC && k->kind != T_PROMOTE
+           && k->kind != T_LOGLOST)
     snprintf (buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
               json_integer_value (a->v));
   else if (json_is_boolean (a->v) && k->kind == T_BOOL)

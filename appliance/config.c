@@ -110,6 +110,7 @@
  *       direct             B or S    (false)      true/false/yes/no/on/
  *                                                 off/1/0
  *       ssd-sync           S         (flush)      flush checkpoint
+ *       log-lost           S         (refuse)     refuse accept
  *       seq-cutoff         SIZE      (0: off)     any size
  *
  * (*) only when check_paths.  A whole-number string may end in '%'

@@ -115,6 +115,12 @@ struct hhc_conf {
    * another backend of that size could be given it.  false: refused.
    */
   bool allow_no_identity;
+  /* log-lost=accept: start even though the last run's write-ahead log
+   * (ssd-sync=checkpoint, stopped uncleanly) is blank or stale, without
+   * its redo: what FLUSHes covered since the cache's last commit is
+   * lost.  false: refused.
+   */
+  bool accept_log_loss;
   bool direct;            /* O_DIRECT on the cache device */
   const char *stats_path; /* JSON stats rewritten once a second */
   unsigned

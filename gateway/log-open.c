@@ -433,6 +433,8 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
                log->m[0].dev->name);
       return EINVAL;
     }
+  if (nvalid == 0 && conf->no_format)
+    return ENODATA; /* the caller says why */
   if (nvalid == 0)
     open_blank (log, cache_uuid, min_size);
   else if ((r = open_valid (log, &good)) != 0)

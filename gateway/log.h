@@ -99,6 +99,10 @@ struct log_conf {
   struct hhc_dev **devs;
   uint32_t ring_slots; /* tests: at most this many segments in
                                * memory (0: the default, log.c) */
+  /* No mirror holds a log: ENODATA (nothing written, nothing said)
+   * instead of formatting one.
+   */
+  bool no_format;
 };
 
 /* What log_open found. */
@@ -109,7 +113,8 @@ enum log_found {
 
 /* Open every mirror, check the superblocks.  A blank mirror next to a
  * valid one joins the log; if all are blank, a new log is formatted
- * (paired with cache_uuid).  Refuses (EINVAL, logged) a log of another
+ * (paired with cache_uuid; conf->no_format: ENODATA instead).
+ * Refuses (EINVAL, logged) a log of another
  * backend, mirrors of different logs, a corrupt superblock, devices
  * too small.
  */

@@ -63,6 +63,22 @@ cache_log_paired (const struct hhc_cache *c)
          || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
 }
 
+/* A loaded cache whose last run (ssd-sync=checkpoint) stopped
+ * uncleanly owes a redo of its log: a blank log then is refused before
+ * it is formatted (lc->no_format), unless log-lost=accept.
+ */
+static int
+refuse_blank_redo (struct hhc_volume *vol, struct log_conf *lc)
+{
+  enum cache_state state;
+  int r = cache_read_state (&vol->cache, &state);
+
+  lc->no_format = r == 0 && state == CACHE_IN_USE_HHC
+                  && cache_log_paired (&vol->cache)
+                  && !vol->conf.accept_log_loss;
+  return r;
+}
+
 /* Mode hhc: open the log and decide what it means for the cache.
  * cache_new: the cache is about to be formatted (blank, or
  * format=force): a valid log of this backend is replayed at start.  A
@@ -83,7 +99,21 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
 
   if (vol->conf.mode != HHC_MODE_HHC)
     return 0;
+  if (!cache_new && (r = refuse_blank_redo (vol, &lc)) != 0)
+    return r;
   r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
+  if (r == ENODATA)
+    {
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+               "%s: the last run, with ssd-sync=checkpoint, did not stop "
+               "cleanly, and its log is to be redone into the cache, but "
+               "log= %s is blank: give the last run's log mirrors, or "
+               "log-lost=accept to start without them (what FLUSHes "
+               "covered since the cache's last commit is then lost)",
+               vol->dev->name,
+               vol->conf.log_paths[0] ? vol->conf.log_paths[0] : "?");
+      return EINVAL;
+    }
   if (r)
     return r;
   log_uuids (vol->log, luuid, lcache);
@@ -235,15 +265,25 @@ logpair_stale (struct hhc_volume *vol, int state)
   if (memcmp (luuid, c->linked_log, 16) != 0 || g == 0 || g >= c->log_gen)
     return 0;
   log_names (vol, names, sizeof names);
+  if (state == CACHE_IN_USE_HHC && vol->conf.accept_log_loss)
+    {
+      vol->log_lost = true; /* settle_after_load: no redo */
+      hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+               "log= %s: superblock generation %" PRIu64
+               " is older than the %" PRIu64 " this cache last ran with: "
+               "not redone (log-lost=accept)",
+               names, g, c->log_gen);
+      return 0;
+    }
   if (state == CACHE_IN_USE_HHC)
     {
       hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
                "log= %s: superblock generation %" PRIu64
                " is older than the %" PRIu64 " this cache last ran with (a "
                "mirror left out of a later run, or one that failed in it): "
-               "redoing it after the "
-               "crash would undo FLUSHed writes; give the last run's "
-               "mirrors",
+               "redoing it after the crash would undo FLUSHed writes; give "
+               "the last run's mirrors, or log-lost=accept to start "
+               "without its redo",
                names, g, c->log_gen);
       return EINVAL;
     }

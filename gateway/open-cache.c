@@ -222,11 +222,18 @@ settle_after_load (struct hhc_volume *vol)
   if (vol->log)
     logpair_link (vol);
   if (state == CACHE_IN_USE_HHC && vol->log_lost)
-    hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
-             "%s: the last run, with ssd-sync=checkpoint, did not stop "
-             "cleanly and its log is gone: what FLUSHes covered since the "
-             "cache's last commit is lost",
-             vol->dev->name);
+    {
+      /* log-lost=accept (else refused: logpair_open, logpair_stale):
+       * the cache as its last commit left it, no redo.
+       */
+      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+               "%s: the last run, with ssd-sync=checkpoint, did not stop "
+               "cleanly and its log is gone or stale: starting without its "
+               "redo (log-lost=accept): what FLUSHes covered since the "
+               "cache's last commit is lost",
+               vol->dev->name);
+      state = vol->loaded_state = CACHE_IN_USE_WB;
+    }
   if (state == CACHE_IN_USE)
     {
       uint32_t n = drop_clean (vol);

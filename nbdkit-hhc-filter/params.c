@@ -308,6 +308,22 @@ set_require_backend_id (const char *key, const char *value)
 }
 
 static int
+set_log_lost (const char *key, const char *value)
+{
+  (void)key;
+  if (strcmp (value, "refuse") == 0)
+    params_conf.accept_log_loss = false;
+  else if (strcmp (value, "accept") == 0)
+    params_conf.accept_log_loss = true;
+  else
+    {
+      nbdkit_error ("hhc: log-lost=%s: must be refuse or accept", value);
+      return -1;
+    }
+  return 0;
+}
+
+static int
 set_direct (const char *key, const char *value)
 {
   return parse_bool (key, value, &params_conf.direct);
@@ -404,6 +420,7 @@ static const struct param {
   { "format", set_format },
   { "backend-id", set_backend_id },
   { "require-backend-id", set_require_backend_id },
+  { "log-lost", set_log_lost },
   { "direct", set_direct },
   { "stats", set_stats },
   { "control", set_control },

@@ -43,6 +43,8 @@ int params_check (void);
   "backend-id=STRING       Identity the cache is tied to.\n"                   \
   "require-backend-id=BOOL Refuse to format for a plugin with no export\n"     \
   "                        description unless backend-id= (default true).\n"   \
+  "log-lost=refuse|accept  Start without the redo of a blank or stale\n"       \
+  "                        write-ahead log (default refuse).\n"                \
   "direct=BOOL             O_DIRECT on the cache device.\n"                    \
   "stats=FILE              JSON statistics, rewritten once a second.\n"        \
   "control=SOCKET          Unix socket for hhcctl (stats, drain).\n"           \

@@ -14,7 +14,7 @@ for key in cache cache-size mode log log-size segment-size log-buffers \
            ssd-sync block-size dirty-low dirty-high dirty-max hot-ratio \
            format backend-id require-backend-id direct stats control \
            writeback-threads idle-ms seq-cutoff promote promote-hits \
-           promote-window; do
+           promote-window log-lost log-inflight; do
   grep -Eq "^[[:space:]]*$key=" "$tmp/help.txt" || missing+=("$key=")
 done
 if [ "${#missing[@]}" -ne 0 ]; then

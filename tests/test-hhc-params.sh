@@ -58,6 +58,7 @@ bad 'dirty-max'         cache="$cache" cache-size=16M dirty-max=101
 bad 'hot-ratio'         cache="$cache" cache-size=16M hot-ratio=0
 bad 'format'            cache="$cache" cache-size=16M format=maybe
 bad 'ssd-sync'          cache="$cache" cache-size=16M ssd-sync=never
+bad 'log-lost'          cache="$cache" cache-size=16M log-lost=maybe
 bad 'idle-ms'           cache="$cache" cache-size=16M idle-ms=soon
 bad 'seq-cutoff'        cache="$cache" cache-size=16M seq-cutoff=fast
 bad 'direct'            cache="$cache" cache-size=16M direct=maybe

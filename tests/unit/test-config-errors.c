@@ -277,6 +277,11 @@ static const struct error_case error_cases[] = {
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"promote\": "
     "\"sometimes\"}}]}",
     "t.json:1:108: volumes[0].tuning.promote: must be always or nhit" },
+  { "tuning_log_lost",
+    "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
+    "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"log-lost\": "
+    "\"maybe\"}}]}",
+    "t.json:1:109: volumes[0].tuning.log-lost: must be refuse or accept" },
   { "tuning_promote_hits",
     "{\"volumes\": [{\"name\": \"a\", \"backend\": {\"type\": \"file\", "
     "\"path\": \"/x\"}, \"cache\": \"/c\", \"tuning\": {\"promote\": "

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# ssd-sync=checkpoint after an unclean stop: the log is redone into the
+# cache (FLUSHes since the cache's last commit are in the log only).  A
+# start whose log cannot be redone (blank, or a stale mirror) is
+# refused, and changes nothing, unless log-lost=accept: then it starts
+# from the cache's last commit, with an error saying what is lost.  x
+# is block 5.
+#   1. a: x=A, FLUSH, x=B, FLUSH, kill -9.
+#   2. a blank: refused (the error names a.log and log-lost=accept);
+#      the cache and the blank a.log unchanged (not formatted).
+#   3. the same with log-lost=accept: starts, with the error; x reads
+#      zeros, A or B (the cache as last committed); x=C, FLUSH, clean
+#      stop.  Then without it: x reads C.
+#   4. a and b: x=D, FLUSH, clean stop; a alone: x=E, FLUSH, clean stop
+#      (the cache commits E); a alone: x=F, FLUSH, kill -9.
+#   5. b alone (stale): refused; with log-lost=accept: a warning that
+#      it is not redone, and x reads E or F (D if b's log were redone);
+#      x=G, FLUSH, kill -9; b alone again, no log-lost=: x reads G (b's
+#      log is the newest now, redone).
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh md5sum cmp
+hhc=$(filter)
+make_tmpdir
+
+export X=$(( 5 * 4096 ))
+truncate -s 16M "$tmp/backend.img"
+
+# gw_args MIRROR... [-- PARAM...]: set gw, the gateway with log= each
+# MIRROR and ssd-sync=checkpoint, then each PARAM.
+gw_args ()
+{
+  gw=(--filter="$hhc" file "$tmp/backend.img" cache="$tmp/cache.img"
+      cache-size=8M backend-id=log-lost idle-ms=0 dirty-low=90
+      dirty-high=95 ssd-sync=checkpoint log-size=16M)
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    gw+=(log="$tmp/$1.log")
+    shift
+  done
+  [ $# -eq 0 ] || { shift; gw+=("$@"); }
+}
+
+# put V [EXPECT...]: x must read one of EXPECT (if given; "0": zeros);
+# write x=V and FLUSH.
+put ()
+{
+  local v=$1
+  shift
+  V=$v E="$*" nbdsh_u "$tmp/sock" -c '
+import os
+x = int(os.environ["X"])
+e = os.environ["E"].split()
+if e:
+    got = h.pread(4096, x)
+    ok = [b"\0" * 4096 if w == "0" else w.encode() * 4096 for w in e]
+    assert got in ok, "x reads %r..., not one of %r" % (got[:8], e)
+h.pwrite(os.environ["V"].encode() * 4096, x)
+h.flush()
+'
+}
+
+start_gw () { start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"; }
+last_log () { cat "$tmp/nbdkit-$_hhc_nlogs.log"; }
+
+# refused PATTERN: the gateway as gw_args set it must refuse to start
+# with an error matching PATTERN, changing no file.
+refused ()
+{
+  (cd "$tmp" && md5sum cache.img ./*.log >sums)
+  rm -f "$tmp/rsock"
+  expect_fail_with "$1" timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
+  (cd "$tmp" && md5sum -c --quiet sums) ||
+    fail "a refused start changed a file"
+}
+
+# 1.
+gw_args a
+start_gw
+put A
+put B A
+kill9_nbdkit "$tmp/pid"
+
+# 2.
+mv "$tmp/a.log" "$tmp/a.saved"
+truncate -s 16M "$tmp/a.log"
+refused 'a\.log is blank.*log-lost=accept'
+cmp -s -n $(( 16 << 20 )) "$tmp/a.log" /dev/zero ||
+  fail "the refused start wrote to the blank a.log"
+
+# 3.
+gw_args a -- log-lost=accept
+start_gw
+last_log | grep -q 'error: .*log is gone or stale.*log-lost=accept' ||
+  fail "no error saying what log-lost=accept lost"
+put C 0 A B
+stop_nbdkit "$tmp/pid"
+gw_args a
+start_gw
+put C C
+stop_nbdkit "$tmp/pid"
+
+# 4.
+rm -f "$tmp/a.saved" "$tmp/b.log"
+gw_args a b
+start_gw
+put D C
+stop_nbdkit "$tmp/pid"
+gw_args a
+start_gw
+put E D
+stop_nbdkit "$tmp/pid"
+start_gw
+put F E
+kill9_nbdkit "$tmp/pid"
+
+# 5.
+gw_args b
+refused 'b\.log.*generation.*log-lost=accept'
+gw_args b -- log-lost=accept
+start_gw
+last_log | grep -q 'warning: log= .*b\.log: .*not redone (log-lost=accept)' ||
+  fail "no warning that b.log is not redone"
+put G E F
+kill9_nbdkit "$tmp/pid"
+gw_args b
+start_gw
+put H G
+stop_nbdkit "$tmp/pid"
+echo "$_hhc_name: ok"
