@@ -409,20 +409,24 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
   if ((r = open_read_sbs (log, &good, &nvalid, &nvoid)) != 0)
     return r;
   /* A valid mirror with an older superblock than the newest missed
-   * writes (its void never landed, a cut): it joins too.
+   * writes (its void never landed, a cut, left out of a run): it joins
+   * too, and gets no superblock until the re-log has made it complete
+   * (release_sb_hold).  Else a cut before that left it with a newer
+   * generation than the cache recorded, over a chain that lacks what
+   * the others hold: given alone next, it passed for the log (a mirror
+   * that failed in the last run, given again with a blank one: found
+   * by review), or an older run's chain passed for the newest epoch.
    */
   for (unsigned i = 0; i < log->nm; i++)
     if (!log->m[i].blank && log->m[i].sb_gen < good.generation)
       {
-        log->m[i].joining = true;
-        /* Of an older run (epoch, log_int.h): no superblock of this
-         * run until the re-log has made it complete (release_sb_hold),
-         * else a cut before that leaves its old chain in the newest
-         * run's epoch.
+        log->m[i].joining = log->m[i].sb_hold = true;
+        /* Of an older run (epoch, log_int.h): its history past this
+         * run's tail is cut at the release.
          */
         if (log->m[i].sb_gen >> LOG_EPOCH_SHIFT < good.generation
             >> LOG_EPOCH_SHIFT)
-          log->m[i].sb_hold = log->m[i].older_run = true;
+          log->m[i].older_run = true;
       }
   if (nvalid == 0 && conf->identity == NULL)
     {

@@ -284,7 +284,8 @@ scan_better (const struct hhc_log *log, const struct scan *s)
 }
 
 /* A mirror whose chain is shorter than the best one's joins (as one
- * with an older superblock does: log-open.c).
+ * with an older superblock does: log-open.c), superblocks held until
+ * it is complete.
  */
 static void
 mark_behind (struct hhc_log *log)
@@ -297,7 +298,7 @@ mark_behind (struct hhc_log *log)
       if (!m->blank
           && (m->scan_lb_seq != b->scan_lb_seq
               || m->scan_end_seq != b->scan_end_seq))
-        m->joining = true;
+        m->joining = m->sb_hold = true;
     }
 }
 

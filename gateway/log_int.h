@@ -163,9 +163,11 @@ struct mirror {
    * stopped being written only at log_stop (no_void: never owed).
    */
   bool want_void, voided, void_warned, no_void;
-  /* A void mirror joining at start: no superblock is written to it
-   * until log_rebase has made this run's log complete on it (until
-   * then a copy of its void superblock wins, and it reads as blank).
+  /* A mirror joining at start, void or behind (log-open.c,
+   * mark_behind): no superblock is written to it until log_rebase has
+   * made this run's log complete on it (until then a void one's void
+   * copy wins, and a behind one keeps the generation that shows it
+   * behind).
    */
   bool sb_hold;
   /* Of an older run than the newest (log-open.c): past this run's tail

@@ -63,20 +63,93 @@ cache_log_paired (const struct hhc_cache *c)
          || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
 }
 
+/* "a.log, b.log": the mirrors given (log=), for a message. */
+static void
+log_names (struct hhc_volume *vol, char *buf, size_t len)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  for (unsigned i = 0; i < vol->conf.nlogs && n < len; i++)
+    n += snprintf (buf + n, len - n, "%s%s", i ? ", " : "",
+                   vol->conf.log_paths[i] ? vol->conf.log_paths[i] : "?");
+}
+
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped
- * uncleanly owes a redo of its log: a blank log then is refused before
- * it is formatted (lc->no_format), unless log-lost=accept.
+ * uncleanly owes a redo of its log (the state alone says so, whatever
+ * the link: state pages of earlier builds): a blank log then is
+ * refused before it is formatted (lc->no_format), unless
+ * log-lost=accept.
  */
 static int
-refuse_blank_redo (struct hhc_volume *vol, struct log_conf *lc)
+note_redo_owed (struct hhc_volume *vol, struct log_conf *lc)
 {
   enum cache_state state;
   int r = cache_read_state (&vol->cache, &state);
 
-  lc->no_format = r == 0 && state == CACHE_IN_USE_HHC
-                  && cache_log_paired (&vol->cache)
-                  && !vol->conf.accept_log_loss;
+  vol->redo_owed = r == 0 && state == CACHE_IN_USE_HHC;
+  lc->no_format = vol->redo_owed && !vol->conf.accept_log_loss;
   return r;
+}
+
+/* A log that cannot give the redo owed (blank, voided, another log of
+ * this cache, or stale: logpair_stale): refused (EINVAL, said why with
+ * what), unless log-lost=accept: then the start goes on without the
+ * redo (log_lost, settle_after_load).  0 when no redo is owed.
+ */
+static int
+no_redo (struct hhc_volume *vol, const char *what)
+{
+  char names[512];
+
+  if (!vol->redo_owed)
+    return 0;
+  if (vol->conf.accept_log_loss)
+    {
+      vol->log_lost = true;
+      return 0;
+    }
+  log_names (vol, names, sizeof names);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "%s: the last run, with ssd-sync=checkpoint, did not stop "
+           "cleanly and its log is to be redone into the cache, but log= "
+           "%s %s: give the last run's log mirrors, or log-lost=accept to "
+           "start without them (what FLUSHes covered since the cache's last "
+           "commit is then lost)",
+           vol->dev->name, names, what);
+  return EINVAL;
+}
+
+/* A log paired with this cache, but not the one its state page says
+ * it last ran with (an older one, given again after the cache ran with
+ * a new log): it cannot give the redo owed (found by review: it was
+ * redone, over FLUSHes only the newer log held).  Otherwise used (the
+ * cache holds everything; the start re-logs its dirty blocks).
+ */
+static int
+other_log_of_cache (struct hhc_volume *vol, const uint8_t luuid[16])
+{
+  struct hhc_cache *c = &vol->cache;
+  char a[37], b[37], names[512];
+  int r;
+
+  if (uuid_is_zero (c->linked_log) || memcmp (c->linked_log, luuid, 16) == 0)
+    return 0;
+  if ((r = no_redo (vol, "is not the log it last ran with")) != 0)
+    {
+      log_close (vol->log);
+      vol->log = NULL;
+      return r;
+    }
+  hhc_uuid_str (luuid, a);
+  hhc_uuid_str (c->linked_log, b);
+  log_names (vol, names, sizeof names);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+           "log= %s: log %s is not the log %s this cache last ran with: its "
+           "segments are not used; the cache's dirty blocks are written to "
+           "it at start",
+           names, a, b);
+  return 0;
 }
 
 /* Mode hhc: open the log and decide what it means for the cache.
@@ -99,20 +172,13 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
 
   if (vol->conf.mode != HHC_MODE_HHC)
     return 0;
-  if (!cache_new && (r = refuse_blank_redo (vol, &lc)) != 0)
+  if (!cache_new && (r = note_redo_owed (vol, &lc)) != 0)
     return r;
   r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
   if (r == ENODATA)
     {
-      hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
-               "%s: the last run, with ssd-sync=checkpoint, did not stop "
-               "cleanly, and its log is to be redone into the cache, but "
-               "log= %s is blank: give the last run's log mirrors, or "
-               "log-lost=accept to start without them (what FLUSHes "
-               "covered since the cache's last commit is then lost)",
-               vol->dev->name,
-               vol->conf.log_paths[0] ? vol->conf.log_paths[0] : "?");
-      return EINVAL;
+      r = no_redo (vol, "is blank or voided");
+      return r ? r : EINVAL;
     }
   if (r)
     return r;
@@ -126,10 +192,15 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
     }
   if (found == LOG_FOUND_BLANK)
     {
-      if (!uuid_is_zero (c->log_uuid))
+      /* A redo owed comes here only with log-lost=accept (else
+       * ENODATA above).
+       */
+      if (vol->redo_owed || !uuid_is_zero (c->log_uuid)
+          || !uuid_is_zero (c->linked_log))
         {
           vol->log_lost = true;
-          hhc_uuid_str (c->log_uuid, b);
+          hhc_uuid_str (
+              uuid_is_zero (c->linked_log) ? c->log_uuid : c->linked_log, b);
           hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                    "the log this cache was paired with (%s) is gone: "
                    "starting with a new log %s; every dirty block is "
@@ -139,7 +210,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
       return 0;
     }
   if (memcmp (lcache, c->uuid, 16) == 0)
-    return 0;
+    return other_log_of_cache (vol, luuid);
   if (memcmp (c->log_uuid, luuid, 16) == 0)
     {
       hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
@@ -236,18 +307,6 @@ logpair_link (struct hhc_volume *vol)
     }
   if (memcmp (was, c->linked_log, 16) != 0)
     c->log_gen = 0; /* a generation of another log */
-}
-
-/* "a.log, b.log": the mirrors given (log=), for a message. */
-static void
-log_names (struct hhc_volume *vol, char *buf, size_t len)
-{
-  size_t n = 0;
-
-  buf[0] = '\0';
-  for (unsigned i = 0; i < vol->conf.nlogs && n < len; i++)
-    n += snprintf (buf + n, len - n, "%s%s", i ? ", " : "",
-                   vol->conf.log_paths[i] ? vol->conf.log_paths[i] : "?");
 }
 
 int

@@ -230,7 +230,8 @@ settle_after_load (struct hhc_volume *vol)
                "%s: the last run, with ssd-sync=checkpoint, did not stop "
                "cleanly and its log is gone or stale: starting without its "
                "redo (log-lost=accept): what FLUSHes covered since the "
-               "cache's last commit is lost",
+               "cache's last commit is lost, in part (blocks rewritten in "
+               "place since then kept, others not: check the filesystem)",
                vol->dev->name);
       state = vol->loaded_state = CACHE_IN_USE_WB;
     }

@@ -133,6 +133,7 @@ struct hhc_volume {
   bool replay_pending; /* the cache is new: replay the log at start */
   uint64_t redone;     /* blocks the start-up redo wrote (logstart.c) */
   bool log_lost;       /* open: the log this cache was paired with is gone */
+  bool redo_owed;      /* open: the last run's log is to be redone */
   /* A mode other than hhc on a cache used in hhc, with log= naming its
    * log: hhc_start writes every dirty block back, then voids the log
    * (logpair_retire).

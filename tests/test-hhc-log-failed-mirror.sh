@@ -15,7 +15,11 @@
 #   4. ssd-sync=flush, a (served again) and b: x=C, FLUSH; a's server
 #      is killed; x=D, FLUSH; the gateway is killed.
 #   5. a alone: starts with a warning naming a.log (no redo is owed:
-#      the cache holds D); x reads D.
+#      the cache holds D); x reads D; x=E, FLUSH, clean stop.
+#   6. ssd-sync=checkpoint, a (served) and b: x=F, FLUSH; a's server is
+#      killed; x=G, FLUSH; a's server comes back and the gateway voids
+#      a (its stats say so); kill -9.  a alone: refused (blank or
+#      voided, and a redo is owed), nothing changed; a and b: x reads G.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -106,5 +110,39 @@ start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 grep -q 'warning: log= .*a\.log: .*failed in' "$tmp/nbdkit-$_hhc_nlogs.log" ||
   fail "no warning that a.log failed in the last run"
 put E D
+stop_nbdkit "$tmp/pid"
+
+# 6.
+a_voided ()
+{
+  python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["log"]
+sys.exit(not (s["mirrors_failed"] == 1 and s["mirrors_unvoided"] == 0))' \
+    "$tmp/stats.json"
+}
+rm -f "$tmp/a.sock"
+start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
+gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
+gw+=(stats="$tmp/stats.json")
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put F E
+kill9_nbdkit "$tmp/a.pid"
+rm -f "$tmp/a.sock"
+put G F
+start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
+poll_until 30 a_voided ||
+  fail "the stats do not show mirror a voided within 30 s"
+kill9_nbdkit "$tmp/pid"
+kill9_nbdkit "$tmp/a.pid"
+(cd "$tmp" && md5sum cache.img a.log b.log >sums)
+gw_args "$tmp/a.log"
+rm -f "$tmp/rsock"
+expect_fail_with 'a\.log is blank or voided' \
+  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
+(cd "$tmp" && md5sum -c --quiet sums) ||
+  fail "the refused start with the voided mirror changed a file"
+gw_args "$tmp/a.log" "$tmp/b.log"
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put H G
 stop_nbdkit "$tmp/pid"
 echo "$_hhc_name: ok"

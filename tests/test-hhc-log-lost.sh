@@ -16,7 +16,13 @@
 #   5. b alone (stale): refused; with log-lost=accept: a warning that
 #      it is not redone, and x reads E or F (D if b's log were redone);
 #      x=G, FLUSH, kill -9; b alone again, no log-lost=: x reads G (b's
-#      log is the newest now, redone).
+#      log is the newest now, redone); x=H, FLUSH, clean stop.
+#   6. c (blank: a new log, no redo owed): x=I, FLUSH, kill -9.  b (an
+#      older log of this cache) is refused, changing nothing; with
+#      log-lost=accept it starts with the error.
+#   7. A cache formatted in mode wb (no log), then hhc with log d:
+#      x=J, FLUSH, kill -9; d blank: refused; with log-lost=accept the
+#      error says what is lost.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -84,7 +90,7 @@ kill9_nbdkit "$tmp/pid"
 # 2.
 mv "$tmp/a.log" "$tmp/a.saved"
 truncate -s 16M "$tmp/a.log"
-refused 'a\.log is blank.*log-lost=accept'
+refused 'a\.log is blank or voided.*log-lost=accept'
 cmp -s -n $(( 16 << 20 )) "$tmp/a.log" /dev/zero ||
   fail "the refused start wrote to the blank a.log"
 
@@ -126,5 +132,38 @@ kill9_nbdkit "$tmp/pid"
 gw_args b
 start_gw
 put H G
+stop_nbdkit "$tmp/pid"
+
+# 6.
+gw_args c
+start_gw
+put I H
+kill9_nbdkit "$tmp/pid"
+gw_args b
+refused 'b\.log is not the log it last ran with.*log-lost=accept'
+gw_args b -- log-lost=accept
+start_gw
+last_log | grep -q 'error: .*log is gone or stale.*log-lost=accept' ||
+  fail "no error saying what log-lost=accept lost (an older log)"
+put J H I
+stop_nbdkit "$tmp/pid"
+
+# 7.
+rm -f "$tmp/cache.img" "$tmp/a.log" "$tmp/b.log" "$tmp/c.log"
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" --filter="$hhc" file \
+  "$tmp/backend.img" cache="$tmp/cache.img" cache-size=8M mode=wb \
+  backend-id=log-lost
+stop_nbdkit "$tmp/pid"
+gw_args d
+start_gw
+put K
+kill9_nbdkit "$tmp/pid"
+rm -f "$tmp/d.log"
+truncate -s 16M "$tmp/d.log"
+refused 'd\.log is blank or voided.*log-lost=accept'
+gw_args d -- log-lost=accept
+start_gw
+last_log | grep -q 'error: .*log is gone or stale.*log-lost=accept' ||
+  fail "no error saying what log-lost=accept lost (a cache formatted in wb)"
 stop_nbdkit "$tmp/pid"
 echo "$_hhc_name: ok"

@@ -20,6 +20,17 @@
  *                 no stale segment there can pass for this run's next
  *                 (the head segment's link is not checked).  Without
  *                 cut_older_history it holds b's old segment.
+ *   failed_joined ssd-sync=checkpoint, mirrors a and b: block 3 = v1,
+ *                 FLUSH; a fails for good; v2, FLUSH (b's superblock
+ *                 and the cache record a newer generation); power cut.
+ *                 a heals (its void never landed).  A start's log with
+ *                 a, b and a blank c, up to log_start (which writes
+ *                 superblocks for the blank one): a's superblock must
+ *                 not move before the re-log has made it complete (a
+ *                 cut there left a newer generation on it than the
+ *                 record: a alone then passed for the log and read v1;
+ *                 found by review).  Then a alone is refused, and all
+ *                 three read v2.
  */
 #include <config.h>
 
@@ -42,7 +53,7 @@ give (struct env *e, unsigned mask)
 {
   unsigned n = 0;
 
-  for (unsigned i = 0; i < 2; i++)
+  for (unsigned i = 0; i < e->nlogs; i++)
     if (mask & (1u << i))
       {
         e->conf.log_paths[n] = log_names[i];
@@ -51,15 +62,21 @@ give (struct env *e, unsigned mask)
   e->conf.nlogs = n;
 }
 
-/* The epoch of the newest valid superblock on crash device cd. */
+/* The generation of the newest valid superblock on crash device cd. */
 static uint64_t
-sb_epoch (struct hhc_dev *cd)
+sb_gen (struct hhc_dev *cd)
 {
   struct log_sb sb;
   struct log_sb_read rd;
 
   assert_int_equal (log_dev_sb (cd, &sb, &rd), 0);
-  return sb.generation >> LOG_EPOCH_SHIFT;
+  return sb.generation;
+}
+
+static uint64_t
+sb_epoch (struct hhc_dev *cd)
+{
+  return sb_gen (cd) >> LOG_EPOCH_SHIFT;
 }
 
 static uint64_t
@@ -178,12 +195,73 @@ test_older_run_tail (void **state)
   env_free (&e);
 }
 
+/* The log of a start with the mirrors of e (the volume closed), up to
+ * log_start: a's superblock generation must not have moved.
+ */
+static void
+start_log_only (struct env *e, struct hhc_dev *a)
+{
+  struct log_conf lc = {
+    .paths = e->conf.log_paths,
+    .npaths = e->conf.nlogs,
+    .block_size = 512, /* the log's own, as offline (identity NULL) */
+    .msgfn = e->conf.msgfn,
+    .devs = e->pre.logs,
+  };
+  uint8_t luuid[16], cache_uuid[16];
+  struct hhc_log *log = NULL;
+  enum log_found found;
+  uint64_t g = sb_gen (a);
+
+  assert_int_equal (log_open (&lc, cache_uuid, &log, &found), 0);
+  assert_int_equal (found, LOG_FOUND_VALID);
+  log_uuids (log, luuid, cache_uuid);
+  assert_int_equal (log_start (log, cache_uuid, e->nslots, NULL), 0);
+  assert_int_equal (sb_gen (a), g);
+  log_close (log);
+}
+
+static void
+test_failed_joined (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  pw_env_init (&e, &pw, 3);
+  e.conf.wal = true;
+  give (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  pdev_heal (e.logs[0].pd);
+
+  give (&e, 7);
+  start_log_only (&e, e.logs[0].cd);
+  give (&e, 1);
+  if (env_try_open (&e) == 0)
+    fail_msg ("a alone was taken after it failed (it reads v%s)",
+              reads_v (&e, 3, 2) ? "2" : "1");
+  give (&e, 7);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  pw_env_free (&e, &pw);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_partial_mark),
     cmocka_unit_test (test_older_run_tail),
+    cmocka_unit_test (test_failed_joined),
   };
 
   test_filter_from_env ();
