@@ -10,8 +10,9 @@
  * everything plus a FLUSH.
  *
  * Locks: wal_lock (leave_wal) is held across a commit and the state
- * page write; nothing else is held here (the log and bflush.c wait
- * with their own).
+ * page write, and (record_failures) across a log superblock write (the
+ * log's io_lock) and the state page write; nothing else is held here
+ * (the log and bflush.c wait with their own).
  */
 #include <config.h>
 
@@ -20,7 +21,6 @@
 #include "bflush.h"
 #include "common.h"
 #include "flusher.h"
-#include "logpair.h"
 #include "passdown.h"
 #include "vol.h"
 
@@ -85,12 +85,44 @@ leave_wal (struct hhc_volume *vol)
       if (r == 0)
         {
           vol->wal_left = true;
-          vol->run_state = CACHE_IN_USE_WB; /* logpair_record_failures */
+          vol->run_state = CACHE_IN_USE_WB; /* record_failures */
           hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                    "%s: no log mirror left: FLUSHes commit the cache and "
                    "write back every dirty block from now on",
                    vol->dev->name);
         }
+    }
+  hhc_unlock (&vol->wal_lock);
+  return r;
+}
+
+/* Before a FLUSH is acknowledged: if a log mirror failed since the
+ * last record, the healthy ones get a newer superblock and the state
+ * page records its generation (under wal_lock), so that the failed
+ * mirror, not voided before a crash and given alone, is known to be
+ * stale (logpair_stale; docs/design.md §5.10).  0, or errno (the
+ * caller falls back when no mirror is left).
+ */
+static int
+record_failures (struct hhc_volume *vol)
+{
+  uint64_t f = log_failures (vol->log), gen;
+  int r = 0;
+
+  if (f == __atomic_load_n (&vol->fails_recorded, __ATOMIC_ACQUIRE))
+    return 0; /* every FLUSH: one atomic load */
+  hhc_lock (&vol->wal_lock);
+  f = log_failures (vol->log); /* before the superblock: it covers them */
+  if (f > vol->fails_recorded)
+    {
+      r = log_mark_failures (vol->log, &gen);
+      if (r == 0)
+        {
+          vol->cache.log_gen = HHC_MAX (vol->cache.log_gen, gen);
+          r = cache_write_state (&vol->cache, vol->run_state);
+        }
+      if (r == 0)
+        __atomic_store_n (&vol->fails_recorded, f, __ATOMIC_RELEASE);
     }
   hhc_unlock (&vol->wal_lock);
   return r;
@@ -126,7 +158,7 @@ flush_run (struct hhc_volume *vol, void *bctx)
   if (vol->log && rl == 0 && ticket.seq)
     rl = log_barrier_wait (vol->log, &ticket);
   if (r == 0 && vol->log && rl == 0)
-    rl = logpair_record_failures (vol); /* a mirror failed: §5.10 */
+    rl = record_failures (vol); /* a mirror failed: §5.10 */
   if (r == 0 && vol->log)
     {
       r = rl;

@@ -291,7 +291,7 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   log->hint_off = good->head_off;
   log->hint_seq = good->head_seq;
   log->sb_gen = HHC_MAX (log->sb_gen, good->generation); /* open_read_sbs */
-  log->open_gen = log->sb_gen_taken = good->generation;
+  log->open_gen = log->chain_gen = log->sb_gen_taken = good->generation;
   switch (log_sb_check (good))
     {
     case LOG_SB_SOUND:
@@ -538,13 +538,14 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
           nvalid++;
         }
     }
-  if (recorded > log->nm)
+  if (recorded > nvalid + nvoid)
     {
       /* A mirror left out would still be replayed. */
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
-               "log %s had %u mirrors when last written, %u given: give "
-               "every mirror of it as log=",
-               log->m[0].dev->name, recorded, log->nm);
+               "log %s had %u mirrors when last written, %u of them given "
+               "(a blank device is not one): give every mirror of it as "
+               "log=",
+               log->m[0].dev->name, recorded, nvalid + nvoid);
       return EINVAL;
     }
   if (nvalid + nvoid == 0)
@@ -602,5 +603,5 @@ log_uuids (struct hhc_log *log, uint8_t log_uuid[16], uint8_t cache_uuid[16])
 uint64_t
 log_open_generation (struct hhc_log *log)
 {
-  return log->open_gen;
+  return log->chain_gen;
 }

@@ -351,6 +351,7 @@ scan_all (struct hhc_log *log)
           scan_free (&log->scan);
           log->scan = jobs[k].s;
           log->best = jobs[k].i;
+          log->chain_gen = m->sb_gen;
         }
       else
         scan_free (&jobs[k].s);

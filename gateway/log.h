@@ -129,8 +129,11 @@ void log_volume (struct hhc_log *log, const char **identity, uint64_t *size,
 /* The log's UUID and the cache UUID it is paired with. */
 void log_uuids (struct hhc_log *log, uint8_t log_uuid[16],
                 uint8_t cache_uuid[16]);
-/* The generation of the newest valid superblock its mirrors had at
- * open (0: the log was blank or formatted).
+/* The superblock generation at open of the mirror whose chain is read
+ * (0: the log was blank or formatted): not the newest of all, which a
+ * mirror that joined in a start cut short may hold over an empty chain
+ * (found by review: a failed mirror's chain passed with a blank
+ * joiner's generation).
  */
 uint64_t log_open_generation (struct hhc_log *log);
 /* A superblock generation is a run's epoch (the high 32 bits: each
@@ -167,7 +170,7 @@ uint64_t log_failures (struct hhc_log *log);
  * generation: given alone after a crash, it could pass for the log
  * (docs/design.md §5.10).  Before a FLUSH that only the others hold is
  * acknowledged, they get a superblock of the next generation (*gen),
- * which the cache records (logpair_record_failures).  0 or errno (no
+ * which the cache records (record_failures).  0 or errno (no
  * healthy mirror took it).
  */
 int log_mark_failures (struct hhc_log *log, uint64_t *gen);

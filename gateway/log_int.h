@@ -264,6 +264,8 @@ struct hhc_log {
   uint64_t sb_gen;
   uint64_t sb_gen_taken; /* the last generation a mirror took */
   uint64_t open_gen;     /* the newest valid superblock's at open (0: none) */
+  uint64_t chain_gen;    /* the superblock's of the mirror whose chain was
+                          * chosen (scan_all; log_open_generation) */
   bool old_version;      /* a valid superblock of an earlier LOG_VERSION */
   struct scan scan;      /* of the best mirror */
   unsigned best;         /* mirror the scan came from */

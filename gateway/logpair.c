@@ -382,29 +382,67 @@ logpair_record_gen (struct hhc_volume *vol)
   return r;
 }
 
-int
-logpair_record_failures (struct hhc_volume *vol)
+void
+logpair_read_old (struct hhc_volume *vol, struct logpair_old *old)
 {
-  uint64_t f = log_failures (vol->log), gen;
-  int r = 0;
+  HHC_CLEANUP_FREE char *identity = malloc (CACHE_IDENTITY_MAX + 1);
+  struct hhc_cache *c = &vol->cache;
+  enum cache_state state;
 
-  if (f == __atomic_load_n (&vol->fails_recorded, __ATOMIC_ACQUIRE))
-    return 0; /* every FLUSH: one atomic load */
-  hhc_lock (&vol->wal_lock);
-  f = log_failures (vol->log); /* before the superblock: it covers them */
-  if (f > vol->fails_recorded)
+  memset (old, 0, sizeof *old);
+  if (identity == NULL || vol->conf.mode != HHC_MODE_HHC
+      || cache_read_super (c, identity, CACHE_IDENTITY_MAX + 1) != 0
+      || cache_read_state (c, &state) != 0)
+    return;
+  old->known = true;
+  memcpy (old->uuid, c->uuid, 16);
+  memcpy (old->linked_log, c->linked_log, 16);
+  old->log_gen = c->log_gen;
+}
+
+/* The log given is replayed into the backend as after the loss of the
+ * SSD; the cache it formats over, still readable, may tell that the
+ * log is another one than its last run's, or a mirror behind it (left
+ * out, or failed): that replay wrote older data over the backend,
+ * blocks written back since included (found by review).
+ */
+int
+logpair_check_old (struct hhc_volume *vol, const struct logpair_old *old)
+{
+  uint8_t luuid[16], lcache[16];
+  char names[512];
+  uint64_t g;
+
+  if (!old->known || !vol->replay_pending)
+    return 0;
+  log_uuids (vol->log, luuid, lcache);
+  g = log_open_generation (vol->log);
+  if (memcmp (lcache, old->uuid, 16) != 0
+      || ((uuid_is_zero (old->linked_log)
+           || memcmp (old->linked_log, luuid, 16) == 0)
+          && (old->log_gen == 0 || g >= old->log_gen)))
+    return 0;
+  log_names (vol, names, sizeof names);
+  if (vol->conf.accept_log_loss)
     {
-      r = log_mark_failures (vol->log, &gen);
-      if (r == 0)
-        {
-          vol->cache.log_gen = HHC_MAX (vol->cache.log_gen, gen);
-          r = cache_write_state (&vol->cache, vol->run_state);
-        }
-      if (r == 0)
-        __atomic_store_n (&vol->fails_recorded, f, __ATOMIC_RELEASE);
+      vol->replay_pending = false;
+      hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+               "format=force: log= %s is not the last run's log of the "
+               "cache formatted over: not replayed (log-lost=accept)",
+               names);
+      return 0;
     }
-  hhc_unlock (&vol->wal_lock);
-  return r;
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "%s: format=force: log= %s is not the last run's log of the "
+           "cache it formats over (another log, or superblock generation "
+           "%" PRIu64 " below the %" PRIu64 " it recorded: a mirror left "
+           "out or failed): replaying it would write older data over the "
+           "backend; give the last run's mirrors, or log-lost=accept to "
+           "format without replaying it",
+           vol->dev->name, names, g, old->log_gen);
+  log_close (vol->log);
+  vol->log = NULL;
+  return EINVAL;
 }
 
 /* format=force in a mode other than hhc over a cache used in hhc: its

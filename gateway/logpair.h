@@ -44,14 +44,19 @@ void logpair_reserve_epoch (struct hhc_volume *vol);
  * reference).
  */
 int logpair_record_gen (struct hhc_volume *vol);
-/* Before a FLUSH is acknowledged: if a log mirror failed since the
- * last record, the healthy ones get a newer superblock and the state
- * page records its generation (under wal_lock), so that the failed
- * mirror, not voided before a crash and given alone, is known to be
- * stale (logpair_stale).  0, or errno (the caller falls back when no
- * mirror is left).
+/* format=force in mode hhc: what the cache formatted over knew of its
+ * log (logpair_read_old, before the format), and the check that the
+ * log given, which is replayed into the backend, is not stale against
+ * it (logpair_check_old, after logpair_open): refused (EINVAL, said
+ * why), or with log-lost=accept not replayed.
  */
-int logpair_record_failures (struct hhc_volume *vol);
+struct logpair_old {
+  bool known;
+  uint8_t uuid[16], linked_log[16];
+  uint64_t log_gen;
+};
+void logpair_read_old (struct hhc_volume *vol, struct logpair_old *old);
+int logpair_check_old (struct hhc_volume *vol, const struct logpair_old *old);
 /* format=force in a mode other than hhc over a cache used in hhc: void
  * its log first (log= must name it), else refuse.
  */

@@ -131,8 +131,12 @@ new_cache (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
+  struct logpair_old old = { .known = false };
+  if (vol->conf.format == HHC_FORMAT_FORCE)
+    logpair_read_old (vol, &old);
   memset (vol->cache.log_uuid, 0, 16); /* logpair_open sets it in hhc */
-  if ((r = logpair_open (vol, true)) != 0)
+  if ((r = logpair_open (vol, true)) != 0
+      || (r = logpair_check_old (vol, &old)) != 0)
     return r;
   logpair_link (vol);
   return format_cache (vol);

@@ -17,7 +17,8 @@
  *   flusher lock       flusher.h      log lock (log_usage), free lock
  *                                     (vol_needs_reclaim)
  *   wal_lock           flush.c        gc and commit lock (cache_commit),
- *                                     state page (leave_wal)
+ *                                     state page (leave_wal); the log's
+ *                                     io_lock (record_failures)
  *   gc, commit lock    cache.h        page lock, free lock; else taken
  *                                     with no lock held (FLUSH, the
  *                                     flusher, reclaim, the log's
@@ -147,7 +148,7 @@ struct hhc_volume {
   pthread_mutex_t wal_lock;
   bool wal_left;
   /* log_failures the state page's log_gen covers (atomic; written
-   * under wal_lock: logpair_record_failures).
+   * under wal_lock: record_failures).
    */
   uint64_t fails_recorded;
   bool flusher_on; /* atomic: the flusher thread runs */

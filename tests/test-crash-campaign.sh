@@ -9,8 +9,8 @@
 # and in hhc (also with ssd-sync=checkpoint) a log mirror served over
 # NBD whose writes fail and heal at random moments (FLUSHes fall back
 # to write-back, the failed mirror is voided), the SSD lost in every
-# other round, and with two mirrors one failing for good before the
-# kill (the restart on it alone refused, or losing nothing); and with
+# other round, and with two mirrors one failing before the kill (the
+# restart on it alone refused, or losing nothing); and with
 # seq-cutoff= drawn in each round (off, 1: every
 # request bypasses the cache, 64K) the kill and the SSD loss in every
 # mode; and in hhc with 4M log segments: no flushed write lost, no
@@ -108,9 +108,10 @@ grep -Eq '^crash: mirrorflap: 2 rounds, 0 FLUSHes fell back, [1-9][0-9]* mirrors
   "$tmp/mirrorflap2.out" ||
   { cat "$tmp/mirrorflap2.out"; fail "no mirror failed, or a FLUSH fell back, with two mirrors"; }
 
-# Two mirrors, the NBD one failing for good (its void never lands)
-# before the kill; the start on it alone must be refused or lose
-# nothing (a FLUSH after its failure is only on the other mirror).
+# Two mirrors, the NBD one failing before the kill (for good, or
+# healed and voided in every other such round); the start on it alone
+# must be refused or lose nothing (a FLUSH after its failure is only on
+# the other mirror).
 CAMPAIGN_MIRRORS=2 CAMPAIGN_FAULTS="mirrordead kill" "$campaign" 4 800 \
   hhc-ckpt hhc >"$tmp/mirrordead.out" 2>&1 ||
   { cat "$tmp/mirrordead.out"; fail "the mirrordead campaign failed"; }

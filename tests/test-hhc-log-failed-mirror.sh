@@ -4,7 +4,7 @@
 # disk.  Given alone at the next start, it must not pass for the log:
 # FLUSHes after its failure are only on the other mirrors.  Before such
 # a FLUSH is acknowledged the healthy mirrors get a newer superblock
-# and the cache records its generation (logpair_record_failures), so
+# and the cache records its generation (record_failures), so
 # the failed mirror is refused (a redo is owed) or warned about.  x is
 # block 5; mirror a is an NBD server (killed to fail it), b a file.
 #   1. ssd-sync=checkpoint, a and b: x=A, FLUSH; a's server is killed;
@@ -20,6 +20,11 @@
 #      killed; x=G, FLUSH; a's server comes back and the gateway voids
 #      a (its stats say so); kill -9.  a alone: refused (blank or
 #      voided, and a redo is owed), nothing changed; a and b: x reads G.
+#   7. ssd-sync=flush, a (served) and b: x=P, FLUSH; a's server is
+#      killed; x=Q, FLUSH; drained (Q on the backend); clean stop.
+#      format=force with a alone: refused (replaying it would write P
+#      over the backend), nothing changed; with log-lost=accept: formats
+#      without the replay, x reads Q.
 set -euo pipefail
 source "$(dirname "$0")/functions.sh"
 
@@ -144,5 +149,43 @@ expect_fail_with 'a\.log is blank or voided' \
 gw_args "$tmp/a.log" "$tmp/b.log"
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 put H G
+stop_nbdkit "$tmp/pid"
+
+# 7.
+rm -f "$tmp/a.sock"
+start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
+SYNC=flush gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
+gw+=(control="$tmp/ctl")
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
+put P H
+kill9_nbdkit "$tmp/a.pid"
+rm -f "$tmp/a.sock"
+put Q P
+python3 - "$tmp/ctl" <<'EOF2'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"drain\n")
+buf = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    buf += b
+assert buf.rstrip().endswith(b"ok"), "drain: %r" % buf[-200:]
+EOF2
+cmp -s -i "$X:0" -n 4096 "$tmp/backend.img" <(printf 'Q%.0s' $(seq 4096)) ||
+  fail "test setup: Q is not on the backend after the drain"
+stop_nbdkit "$tmp/pid"
+(cd "$tmp" && md5sum cache.img a.log b.log backend.img >sums)
+SYNC=flush gw_args "$tmp/a.log"
+rm -f "$tmp/rsock"
+expect_fail_with 'format=force: log= .*a\.log is not the last run' \
+  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}" format=force
+(cd "$tmp" && md5sum -c --quiet sums) ||
+  fail "the refused format=force with the failed mirror changed a file"
+start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}" format=force \
+  log-lost=accept
+put R Q
 stop_nbdkit "$tmp/pid"
 echo "$_hhc_name: ok"

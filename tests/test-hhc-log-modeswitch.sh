@@ -6,10 +6,14 @@
 # start of such a cache is refused with an error that names the cache
 # and asks for log=, unless log= gives the cache's own log: that log is
 # then voided, and the cache no longer needs one.  x is block 5.
-#   1. hhc with log L: write x=A, FLUSH, clean stop (x dirty, in L).
+#   1. hhc with log L (mirrors l and l2): write x=A, FLUSH, clean stop
+#      (x dirty, in L).
 #   2. wbflush without log=: refused (the error names the cache and
-#      log=); wb with log= a blank file that is not L: refused.  Both
-#      leave the cache, L and the blank file unchanged.
+#      log=); wb with log= a blank file that is not L: refused; wb with
+#      l and a blank file in place of l2: refused (a blank device is
+#      not a mirror of L: l2 would be left valid, and replayed after a
+#      loss of the SSD; found by review).  All leave the cache, L and
+#      the blank file unchanged.
 #   3. wbflush with log=L: x reads A; write x=B, FLUSH; clean stop.
 #   4. wbflush without log=: starts now.
 #   5. The SSD is lost: hhc with L on a new cache: x must read B.
@@ -55,7 +59,7 @@ A, B = b"A" * 4096, b"B" * 4096
 '
 
 # 1.
-gw_args cache.img mode=hhc log="$tmp/l.log" log-size=16M
+gw_args cache.img mode=hhc log="$tmp/l.log" log="$tmp/l2.log" log-size=16M
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 nbdsh_u "$tmp/sock" -c "$prelude" -c 'h.pwrite(A, x); h.flush()'
 stop_nbdkit "$tmp/pid"
@@ -63,14 +67,16 @@ cmp -s -i "$X:$X" -n 4096 "$tmp/backend.img" /dev/zero ||
   fail "test setup: x was written back in mode hhc"
 
 # 2.
-(cd "$tmp" && md5sum cache.img l.log blank.log >sums)
+(cd "$tmp" && md5sum cache.img l.log l2.log blank.log >sums)
 gw_args cache.img mode=wbflush
 refused 'cache\.img.*log=|log=.*cache\.img' "${gw[@]}"
 gw_args cache.img mode=wb log="$tmp/blank.log"
 refused 'log' "${gw[@]}"
+gw_args cache.img mode=wb log="$tmp/l.log" log="$tmp/blank.log"
+refused 'had 2 mirrors.*1 of them given' "${gw[@]}"
 
 # 3.
-gw_args cache.img mode=wbflush log="$tmp/l.log"
+gw_args cache.img mode=wbflush log="$tmp/l.log" log="$tmp/l2.log"
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 nbdsh_u "$tmp/sock" -c "$prelude" -c '
 assert h.pread(4096, x) == A, "x lost its dirty block A"

@@ -29,8 +29,11 @@
  *                 not move before the re-log has made it complete (a
  *                 cut there left a newer generation on it than the
  *                 record: a alone then passed for the log and read v1;
- *                 found by review).  Then a alone is refused, and all
- *                 three read v2.
+ *                 found by review).  Then a alone is refused, and so
+ *                 are a and c (c took superblocks in that start over an
+ *                 empty chain: the generation that counts is the one of
+ *                 the mirror whose chain is read; second review), and
+ *                 all three read v2.
  */
 #include <config.h>
 
@@ -247,6 +250,10 @@ test_failed_joined (void **state)
   give (&e, 1);
   if (env_try_open (&e) == 0)
     fail_msg ("a alone was taken after it failed (it reads v%s)",
+              reads_v (&e, 3, 2) ? "2" : "1");
+  give (&e, 5); /* c took superblocks in that start, not a's chain */
+  if (env_try_open (&e) == 0)
+    fail_msg ("a and c were taken after a failed (it reads v%s)",
               reads_v (&e, 3, 2) ? "2" : "1");
   give (&e, 7);
   env_open (&e);
