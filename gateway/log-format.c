@@ -90,6 +90,13 @@ log_sb_encode_void (const uint8_t log_uuid[16], const uint8_t cache_uuid[16],
   log_sb_seal (p);
 }
 
+void
+log_sb_void_mirrors (void *buf, uint32_t mirrors)
+{
+  put32 ((unsigned char *)buf + SB_MIRRORS, mirrors);
+  log_sb_seal (buf);
+}
+
 int
 log_sb_decode (const void *buf, struct log_sb *sb)
 {
@@ -105,6 +112,7 @@ log_sb_decode (const void *buf, struct log_sb *sb)
       memcpy (sb->log_uuid, p + SB_LOG_UUID, 16);
       memcpy (sb->cache_uuid, p + SB_CACHE_UUID, 16);
       sb->generation = get64 (p + SB_GENERATION);
+      sb->mirrors = get32 (p + SB_MIRRORS); /* 0: an earlier build's */
       return ESTALE;
     }
   if (memcmp (p, LOG_MAGIC, 8) != 0)

@@ -144,6 +144,11 @@ void log_sb_encode (const struct log_sb *sb, void *buf);
 void log_sb_encode_void (const uint8_t log_uuid[16],
                          const uint8_t cache_uuid[16], uint64_t generation,
                          void *buf);
+/* The count of mirrors the log had, into a void superblock encoded in
+ * buf (resealed): a retirement given only void mirrors then knows
+ * whether one is missing (check_retire).
+ */
+void log_sb_void_mirrors (void *buf, uint32_t mirrors);
 
 /* Decode the superblock copy in buf (LOG_SB_SIZE bytes) into *sb.
  * Returns 0: a valid log superblock (magic, checksum and version

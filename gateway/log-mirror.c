@@ -404,7 +404,7 @@ quiet_msg (enum hhc_msg_level level, const char *msg)
  */
 int
 void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
-          const uint8_t cache_uuid[16], uint64_t generation)
+          const uint8_t cache_uuid[16], uint64_t generation, unsigned mirrors)
 {
   HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (2 * LOG_SB_SIZE);
   int r;
@@ -412,6 +412,7 @@ void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
   if (sb == NULL)
     return ENOMEM;
   log_sb_encode_void (log_uuid, cache_uuid, generation, sb);
+  log_sb_void_mirrors (sb, mirrors);
   memcpy (sb + LOG_SB_SIZE, sb, LOG_SB_SIZE);
   if ((r = dev_pwrite (dev, sb, LOG_SB_SIZE, LOG_VOID_OFF)) != 0
       || (r = dev_sync (dev)) != 0
@@ -443,15 +444,15 @@ dial_due_locked (struct hhc_log *log)
  */
 static int
 void_mirror (struct mirror *m, const uint8_t luuid[16], const uint8_t cuuid[16],
-             uint64_t gen, bool dial)
+             uint64_t gen, unsigned nm, bool dial)
 {
-  int r = void_dev (m->dev, luuid, cuuid, gen);
+  int r = void_dev (m->dev, luuid, cuuid, gen, nm);
   struct hhc_dev *d;
 
   if (r && dial && m->path && dev_is_nbd_uri (m->path)
       && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_msg, &d) == 0)
     {
-      r = void_dev (d, luuid, cuuid, gen);
+      r = void_dev (d, luuid, cuuid, gen, nm);
       dev_close (d);
     }
   return r;
@@ -507,7 +508,7 @@ void_failed (struct hhc_log *log, bool dial)
       uint64_t gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
       hhc_unlock (&log->lock);
       if (todo)
-        void_done (log, m, void_mirror (m, luuid, cuuid, gen, dial));
+        void_done (log, m, void_mirror (m, luuid, cuuid, gen, log->nm, dial));
     }
 }
 

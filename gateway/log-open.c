@@ -232,9 +232,11 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
       if (r == ENOENT)
         {
           /* It joins: it holds the log once log_rebase (or log_discard)
-           * has made it complete (release_sb_hold).
+           * has made it complete (release_sb_hold), and takes no
+           * superblock before: one taken in a start cut short vouched
+           * for a chain it does not hold (chain_generation; review).
            */
-          m->blank = m->joining = true;
+          m->blank = m->joining = m->sb_hold = true;
           continue;
         }
       if (r || (r = check_sb_owner (log, m, &sb)) != 0)
@@ -291,7 +293,8 @@ open_valid (struct hhc_log *log, const struct log_sb *good)
   log->hint_off = good->head_off;
   log->hint_seq = good->head_seq;
   log->sb_gen = HHC_MAX (log->sb_gen, good->generation); /* open_read_sbs */
-  log->open_gen = log->chain_gen = log->sb_gen_taken = good->generation;
+  log->open_gen = log->sb_gen_taken = good->generation;
+  log->chain_gen = 0; /* scan_all: chain_generation */
   switch (log_sb_check (good))
     {
     case LOG_SB_SOUND:
@@ -517,7 +520,10 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
       log->sb_gen = HHC_MAX (log->sb_gen, gen);
       if (r == ENOENT)
         continue;
-      if (r == 0)
+      /* A void copy records the count too (0 from earlier builds:
+       * unknown): given only void mirrors, one left out may be valid.
+       */
+      if (r == 0 || r == ESTALE)
         recorded = HHC_MAX (recorded, sb.mirrors);
       if (r != 0 && r != ESTALE)
         return r;
@@ -544,7 +550,8 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
                "log %s had %u mirrors when last written, %u of them given "
                "(a blank device is not one): give every mirror of it as "
-               "log=",
+               "log= (or, if one is lost for good, start once in mode hhc "
+               "with the mirrors left: the log then records them)",
                log->m[0].dev->name, recorded, nvalid + nvoid);
       return EINVAL;
     }
@@ -571,8 +578,8 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
     r = check_retire (log, cache_uuid, log_uuid);
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
-        && (r
-            = void_dev (log->m[i].dev, log->uuid, log->cache_uuid, log->sb_gen))
+        && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid,
+                          log->sb_gen, log->nm))
                != 0)
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));

@@ -177,8 +177,9 @@ segment_sum (struct scanwin *w, const struct log_seg_hdr *sh, uint64_t phys,
 static int
 scan_append (struct scan *s, const struct log_seg_hdr *sh, uint64_t lpos)
 {
-  struct seg_info si = { sh->seq,     sh->base,    lpos,        sh->flags,
-                         sh->hdr_len, sh->nblocks, sh->nrevokes };
+  struct seg_info si
+      = { sh->seq,     sh->base,    lpos,         sh->flags,
+          sh->hdr_len, sh->nblocks, sh->nrevokes, log_seg_link (sh->checksum) };
 
   if (seginfo_vec_append (&s->segs, si))
     return ENOMEM;
@@ -283,6 +284,44 @@ scan_better (const struct hhc_log *log, const struct scan *s)
          || (lb == cb && s->end_seq > log->scan.end_seq);
 }
 
+/* Does mirror m's chain end inside the chosen one (log->scan): the same
+ * segments up to its end (the last one's link equal: each names its
+ * predecessor's), or no segment at all?
+ */
+static bool
+chain_prefix (const struct hhc_log *log, const struct mirror *m)
+{
+  const struct scan *s = &log->scan;
+
+  if (m->scan_end_seq == log->hint_seq)
+    return true;
+  if (s->segs.len == 0 || m->scan_end_seq <= s->segs.ptr[0].seq
+      || m->scan_end_seq > s->end_seq)
+    return false;
+  return s->segs.ptr[m->scan_end_seq - 1 - s->segs.ptr[0].seq].link
+         == m->scan_end_crc;
+}
+
+/* The generation that vouches for the chosen chain (log_open_generation,
+ * logpair_stale): the newest superblock among the mirrors of the newest
+ * epoch whose chain it contains.  Only a complete mirror takes a
+ * superblock (joining ones are held: release_sb_hold), and one that
+ * failed owes a newer generation to the others before the next FLUSH
+ * returns (record_failures), so such a mirror held every barrier a
+ * FLUSH was acknowledged on, and a chain that contains its own holds
+ * them too.  Not the chosen mirror's own: when a failed mirror ties with
+ * the others, or went further (pipelined barriers it had before it
+ * failed), it is chosen, and its older generation refused a restart
+ * given every mirror (third review).
+ */
+static void
+chain_generation (struct hhc_log *log)
+{
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].scanned && chain_prefix (log, &log->m[i]))
+      log->chain_gen = HHC_MAX (log->chain_gen, log->m[i].sb_gen);
+}
+
 /* A mirror whose chain is shorter than the best one's joins (as one
  * with an older superblock does: log-open.c), superblocks held until
  * it is complete.
@@ -337,6 +376,7 @@ scan_all (struct hhc_log *log)
       long lb = jobs[k].s.last_barrier;
       m->scan_lb_seq = lb >= 0 ? jobs[k].s.segs.ptr[lb].seq : 0;
       m->scan_end_seq = jobs[k].s.end_seq;
+      m->scan_end_crc = jobs[k].s.end_crc;
       /* Only a mirror of the newest run (epoch, log_int.h): one of an
        * older run was left out of the newest, or failed before that
        * run's start ended; its chain may even run further, in a
@@ -346,16 +386,17 @@ scan_all (struct hhc_log *log)
        */
       bool newest
           = m->sb_gen >> LOG_EPOCH_SHIFT == log->open_gen >> LOG_EPOCH_SHIFT;
-      if (r == 0 && newest && scan_better (log, &jobs[k].s))
+      m->scanned = r == 0 && newest;
+      if (m->scanned && scan_better (log, &jobs[k].s))
         {
           scan_free (&log->scan);
           log->scan = jobs[k].s;
           log->best = jobs[k].i;
-          log->chain_gen = m->sb_gen;
         }
       else
         scan_free (&jobs[k].s);
     }
+  chain_generation (log);
   mark_behind (log);
   return r;
 }

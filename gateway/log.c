@@ -74,8 +74,8 @@ log_start (struct hhc_log *log, const uint8_t cache_uuid[16], uint32_t nkeys,
     {
       if (joined)
         hhc_msg (log->msgfn, HHC_MSG_INFO,
-                 "log: a blank mirror joins the log; it is complete after "
-                 "the first barrier of this run");
+                 "log: a blank mirror joins the log; it is complete once "
+                 "this start has written every dirty block to it");
       /* Both copies: a copy of version 1 left beside it would be one
        * that an earlier build, reading each copy alone, still takes.
        */

@@ -188,6 +188,8 @@ struct mirror {
    * none) and of the segment after its chain.
    */
   uint64_t scan_lb_seq, scan_end_seq;
+  uint32_t scan_end_crc; /* the link of its chain's last segment */
+  bool scanned;          /* of the newest epoch, its scan succeeded */
   /* Which superblock copy (0: A, 1: B) holds its newest valid
    * superblock: a superblock write goes over the other one, so that
    * a torn write never leaves it without a readable valid copy, even
@@ -242,6 +244,7 @@ struct mirror {
 struct seg_info {
   uint64_t seq, base, lpos;
   uint32_t flags, hdr_len, nblocks, nrevokes;
+  uint32_t link; /* log_seg_link of its checksum (the next one's link) */
 };
 HHC_VECTOR (seginfo_vec, struct seg_info)
 
@@ -413,11 +416,12 @@ int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb,
  */
 void sb_of_log (const struct hhc_log *log, struct log_sb *sb);
 /* Void dev: the void mark (a void superblock of generation, the newest
- * superblock generation dev may hold), a sync, then both copies, a
- * sync (log-format.h).
+ * superblock generation dev may hold, and the log's count of mirrors),
+ * a sync, then both copies, a sync (log-format.h).
  */
 int void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
-              const uint8_t cache_uuid[16], uint64_t generation);
+              const uint8_t cache_uuid[16], uint64_t generation,
+              unsigned mirrors);
 /* Run io on every healthy mirror (a mirror that fails is marked
  * failed): 0 if at least one succeeded, else EIO.  mirrors_io takes
  * io_lock; mirrors_io_locked is called with it held.

@@ -220,6 +220,16 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
       vol->replay_pending = true;
       return 0;
     }
+  if (c->log_link == CACHE_LOG_PAIRED && memcmp (c->linked_log, luuid, 16) == 0)
+    {
+      /* format=force with log-lost=accept paired this new cache with
+       * a stale log it did not replay, and was cut before log_start
+       * wrote this cache's UUID into it (the cache's superblock names
+       * no log, so that this is not taken for a recovery to replay
+       * again: third review).
+       */
+      return 0;
+    }
   hhc_uuid_str (lcache, b);
   hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
            "log %s belongs to another cache (paired with cache %s): give "
@@ -309,6 +319,36 @@ logpair_link (struct hhc_volume *vol)
     c->log_gen = 0; /* a generation of another log */
 }
 
+/* A replay into the backend of a log that the cache knows to be stale
+ * (an interrupted recovery of format=force, which carried the old
+ * cache's record: the mirror given now is behind it): it would write
+ * older data over the backend.  Refused, or with log-lost=accept not
+ * replayed.
+ */
+static int
+stale_replay (struct hhc_volume *vol, const char *names, uint64_t g,
+              uint64_t rec)
+{
+  if (vol->conf.accept_log_loss)
+    {
+      vol->replay_pending = false;
+      hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+               "log= %s: superblock generation %" PRIu64
+               " is older than the %" PRIu64 " recorded: not replayed "
+               "(log-lost=accept)",
+               names, g, rec);
+      return 0;
+    }
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "log= %s: superblock generation %" PRIu64
+           " is older than the %" PRIu64 " recorded (a mirror left out or "
+           "failed): replaying it into the backend would write older data "
+           "over it; give the last run's mirrors, or log-lost=accept to "
+           "start without the replay",
+           names, g, rec);
+  return EINVAL;
+}
+
 int
 logpair_stale (struct hhc_volume *vol, int state)
 {
@@ -317,13 +357,15 @@ logpair_stale (struct hhc_volume *vol, int state)
   uint64_t g;
   char names[512];
 
-  if (vol->log == NULL || c->log_gen == 0 || vol->replay_pending)
+  if (vol->log == NULL || c->log_gen == 0)
     return 0;
   log_uuids (vol->log, luuid, lcache);
   g = log_open_generation (vol->log);
   if (memcmp (luuid, c->linked_log, 16) != 0 || g == 0 || g >= c->log_gen)
     return 0;
   log_names (vol, names, sizeof names);
+  if (vol->replay_pending)
+    return stale_replay (vol, names, g, c->log_gen);
   if (state == CACHE_IN_USE_HHC && vol->conf.accept_log_loss)
     {
       vol->log_lost = true; /* settle_after_load: no redo */
@@ -425,7 +467,13 @@ logpair_check_old (struct hhc_volume *vol, const struct logpair_old *old)
   log_names (vol, names, sizeof names);
   if (vol->conf.accept_log_loss)
     {
+      /* The new cache names no log in its superblock (else a start cut
+       * before log_start took it for a recovery to replay again) and
+       * carries no record of the old one's.
+       */
       vol->replay_pending = false;
+      memset (vol->cache.log_uuid, 0, 16);
+      vol->cache.log_gen = 0;
       hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                "format=force: log= %s is not the last run's log of the "
                "cache formatted over: not replayed (log-lost=accept)",

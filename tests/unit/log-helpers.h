@@ -32,6 +32,7 @@
 #include "membackend.h"
 #include "devcrash.h"
 #include "flusher.h"
+#include "log-format.h"
 #include "preopen.h"
 #include "reclaim.h"
 #include "vol.h"
@@ -221,6 +222,11 @@ void tdev_new (struct tdev *t, uint64_t size, struct power *pw,
 void tdev_free (struct tdev *t);
 
 /* Whole-device images (for replaying one state several ways). */
+/* Rewrite each valid log superblock copy of dev (checksum right) with
+ * edit applied; the old bytes of both copies into saved.
+ */
+void edit_sbs (struct hhc_dev *dev, unsigned char saved[2 * LOG_SB_SIZE],
+               void (*edit) (struct log_sb *));
 unsigned char *dev_save (struct hhc_dev *cd);
 void dev_load (struct hhc_dev *cd, const unsigned char *img);
 

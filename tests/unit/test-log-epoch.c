@@ -34,9 +34,30 @@
  *                 empty chain: the generation that counts is the one of
  *                 the mirror whose chain is read; second review), and
  *                 all three read v2.
+ *   failed_tied   mirrors a and b, ssd-sync=checkpoint: v1, FLUSH,
+ *                 power cut; then b's superblocks and the cache's
+ *                 record one generation newer, as record_failures
+ *                 leaves them when a fails on an I/O that is not a
+ *                 segment (its chain ties with b's).  a and b given
+ *                 (a first: on a tie it is the chain read) must start
+ *                 and read v1: b's chain is the same, and its newer
+ *                 generation vouches for it (third review: refused).
+ *   force_stale   mirrors a and b: v1, FLUSH, clean stop; b alone: v2,
+ *                 drained (v2 on the backend), clean stop.  format=force
+ *                 with a alone (stale) is refused; with log-lost=accept
+ *                 it formats without the replay, and a start cut at
+ *                 log_start (a fails) leaves a cache that the next start
+ *                 with a does not take for a recovery to replay again
+ *                 (third review: it replayed v1 over the backend).
+ *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
+ *                 voided at the close.  Mode wb with a alone (void) must
+ *                 be refused: b is still a valid log of the cache (third
+ *                 review: retired, b left to be replayed after a loss of
+ *                 the SSD).
  */
 #include <config.h>
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +67,7 @@
 
 #include <cmocka.h>
 
+#include "cache-format.h"
 #include "log-helpers.h"
 #include "log_int.h"
 #include "vol.h"
@@ -262,6 +284,123 @@ test_failed_joined (void **state)
   pw_env_free (&e, &pw);
 }
 
+static void
+gen_up (struct log_sb *sb)
+{
+  sb->generation++;
+}
+
+/* The cache's state pages (each valid copy) record one generation
+ * more.
+ */
+static void
+state_gen_up (struct hhc_dev *ssd)
+{
+  unsigned char pg[CACHE_PAGE];
+  struct cache_state_page sp;
+  uint8_t uuid[16] = { 0 };
+
+  for (unsigned copy = 0; copy < 2; copy++)
+    {
+      uint64_t off = CACHE_STATE_OFF + copy * CACHE_PAGE;
+      assert_int_equal (dev_pread (ssd, pg, CACHE_PAGE, off), 0);
+      memcpy (uuid, pg + 16, 8); /* the decode checks these 8 bytes */
+      if (!cache_state_decode (pg, uuid, &sp))
+        continue;
+      sp.log_gen++;
+      cache_state_encode (&sp, pg);
+      assert_int_equal (dev_pwrite (ssd, pg, CACHE_PAGE, off), 0);
+    }
+}
+
+static void
+test_failed_tied (void **state)
+{
+  unsigned char saved[2 * LOG_SB_SIZE];
+  struct env e;
+  struct power pw;
+
+  pw_env_init (&e, &pw, 2);
+  e.conf.wal = true;
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  edit_sbs (e.logs[1].cd, saved, gen_up);
+  state_gen_up (e.ssd.cd);
+  assert_true (sb_gen (e.logs[1].cd) > sb_gen (e.logs[0].cd));
+
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  pw_env_free (&e, &pw);
+}
+
+static void
+test_force_stale (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 2);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  assert_int_equal (hhc_drain (e.vol, &e.be), 0);
+  env_close (&e);
+  assert_true (backend_has (&e, 3, 2));
+
+  give (&e, 1);
+  e.conf.format = HHC_FORMAT_FORCE;
+  assert_int_not_equal (env_try_open (&e), 0);
+  assert_true (backend_has (&e, 3, 2));
+  e.conf.accept_log_loss = true;
+  pdev_fail_once (e.logs[0].pd, 0); /* its first write: log_start's */
+  assert_int_not_equal (env_try_open (&e), 0);
+  pdev_heal (e.logs[0].pd);
+  assert_true (backend_has (&e, 3, 2));
+  e.conf.format = HHC_FORMAT_AUTO;
+  e.conf.accept_log_loss = false;
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  assert_true (backend_has (&e, 3, 2));
+  env_free (&e);
+}
+
+static void
+test_retire_void (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  assert_int_equal (counts (&e).log_mirrors_failed, 1);
+  pdev_heal (e.logs[0].pd);
+  env_close (&e);
+  struct log_sb sb;
+  struct log_sb_read rd;
+  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), ESTALE);
+
+  give (&e, 1);
+  e.conf.mode = HHC_MODE_WB;
+  assert_int_not_equal (env_try_open (&e), 0);
+  give (&e, 3);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -269,6 +408,9 @@ main (void)
     cmocka_unit_test (test_partial_mark),
     cmocka_unit_test (test_older_run_tail),
     cmocka_unit_test (test_failed_joined),
+    cmocka_unit_test (test_failed_tied),
+    cmocka_unit_test (test_force_stale),
+    cmocka_unit_test (test_retire_void),
   };
 
   test_filter_from_env ();

@@ -29,30 +29,6 @@
 
 #include "log-helpers.h"
 
-/* Rewrite each valid superblock copy of dev (checksum right) with
- * edit applied; the old bytes of both copies into saved.
- */
-static void
-edit_sbs (struct hhc_dev *dev, unsigned char saved[2 * LOG_SB_SIZE],
-          void (*edit) (struct log_sb *))
-{
-  unsigned char sb[LOG_SB_SIZE];
-  struct log_sb d;
-  unsigned valid = 0;
-
-  assert_int_equal (dev_pread (dev, saved, 2 * LOG_SB_SIZE, 0), 0);
-  for (unsigned copy = 0; copy < 2; copy++)
-    {
-      if (log_sb_decode (saved + copy * LOG_SB_SIZE, &d) != 0)
-        continue;
-      edit (&d);
-      log_sb_encode (&d, sb);
-      assert_int_equal (dev_pwrite (dev, sb, sizeof sb, copy * LOG_SB_SIZE), 0);
-      valid++;
-    }
-  assert_true (valid > 0);
-}
-
 /* A region that wraps LOG_REGION_OFF + region_size to 0. */
 static void
 wrap_region (struct log_sb *sb)
