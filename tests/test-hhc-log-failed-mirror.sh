@@ -61,44 +61,67 @@ h.flush()
 '
 }
 
-# The gateway's stats say a mirror failed (the FLUSH put made saw it).
+# a_failed UNVOIDED: the gateway's stats say a mirror failed (the
+# FLUSH put made saw it), and UNVOIDED (1 or 0) are not voided.
 a_failed ()
 {
   python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))["log"]
-sys.exit(not (s["mirrors_failed"] == 1 and s["mirrors_unvoided"] == 1))' \
-    "$tmp/stats.json"
+sys.exit(not (s["mirrors_failed"] == 1 and
+              s["mirrors_unvoided"] == int(sys.argv[2])))' \
+    "$tmp/stats.json" "$1"
 }
 
-# run_with_a_failing V0 V1: a (NBD) and b; x=V0, FLUSH; kill a's
-# server; x=V1, FLUSH; kill -9 the gateway.
-run_with_a_failing ()
+serve_a ()
 {
   rm -f "$tmp/a.sock"
   start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
+}
+
+# a_fails V0 V1 [EXPECT]: the gateway on a (NBD) and b, with stats and
+# a control socket; x=V0, FLUSH; kill a's server; x=V1, FLUSH.
+a_fails ()
+{
+  serve_a
   gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
-  gw+=(stats="$tmp/stats.json")
+  gw+=(stats="$tmp/stats.json" control="$tmp/ctl")
   start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
   put "$1" "${3:-}"
   kill9_nbdkit "$tmp/a.pid"
   rm -f "$tmp/a.sock" # no void can reach it
   put "$2" "$1"
-  poll_until 30 a_failed ||
+}
+
+# run_with_a_failing V0 V1 [EXPECT]: a_fails, then kill -9 the gateway
+# with a failed and not voided.
+run_with_a_failing ()
+{
+  a_fails "$@"
+  poll_until 30 a_failed 1 ||
     fail "the stats do not show mirror a failed and not voided"
   kill9_nbdkit "$tmp/pid"
+}
+
+# refused PATTERN ARGS...: the gateway as gw_args set it, with ARGS,
+# must refuse to start with an error matching PATTERN, changing no file.
+refused ()
+{
+  local pattern=$1
+  shift
+  (cd "$tmp" && md5sum cache.img a.log b.log backend.img >sums)
+  rm -f "$tmp/rsock"
+  expect_fail_with "$pattern" \
+    timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}" "$@"
+  (cd "$tmp" && md5sum -c --quiet sums) ||
+    fail "a refused start changed a file: $pattern"
 }
 
 # 1.
 run_with_a_failing A B
 
 # 2.
-(cd "$tmp" && md5sum cache.img a.log b.log >sums)
 gw_args "$tmp/a.log"
-rm -f "$tmp/rsock"
-expect_fail_with 'a\.log.*generation.*failed in' \
-  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
-(cd "$tmp" && md5sum -c --quiet sums) ||
-  fail "the refused start with the failed mirror changed a file"
+refused 'a\.log.*generation.*failed in'
 
 # 3.
 gw_args "$tmp/a.log" "$tmp/b.log"
@@ -118,49 +141,21 @@ put E D
 stop_nbdkit "$tmp/pid"
 
 # 6.
-a_voided ()
-{
-  python3 -c 'import json, sys
-s = json.load(open(sys.argv[1]))["log"]
-sys.exit(not (s["mirrors_failed"] == 1 and s["mirrors_unvoided"] == 0))' \
-    "$tmp/stats.json"
-}
-rm -f "$tmp/a.sock"
-start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
-gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
-gw+=(stats="$tmp/stats.json")
-start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put F E
-kill9_nbdkit "$tmp/a.pid"
-rm -f "$tmp/a.sock"
-put G F
-start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
-poll_until 30 a_voided ||
+a_fails F G E
+serve_a
+poll_until 30 a_failed 0 ||
   fail "the stats do not show mirror a voided within 30 s"
 kill9_nbdkit "$tmp/pid"
 kill9_nbdkit "$tmp/a.pid"
-(cd "$tmp" && md5sum cache.img a.log b.log >sums)
 gw_args "$tmp/a.log"
-rm -f "$tmp/rsock"
-expect_fail_with 'a\.log is blank or voided' \
-  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
-(cd "$tmp" && md5sum -c --quiet sums) ||
-  fail "the refused start with the voided mirror changed a file"
+refused 'a\.log is blank or voided'
 gw_args "$tmp/a.log" "$tmp/b.log"
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
 put H G
 stop_nbdkit "$tmp/pid"
 
 # 7.
-rm -f "$tmp/a.sock"
-start_nbdkit -P "$tmp/a.pid" -U "$tmp/a.sock" file "$tmp/a.log"
-SYNC=flush gw_args "$(nbd_uri "$tmp/a.sock")" "$tmp/b.log"
-gw+=(control="$tmp/ctl")
-start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put P H
-kill9_nbdkit "$tmp/a.pid"
-rm -f "$tmp/a.sock"
-put Q P
+SYNC=flush a_fails P Q H
 python3 - "$tmp/ctl" <<'EOF2'
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -177,13 +172,8 @@ EOF2
 cmp -s -i "$X:0" -n 4096 "$tmp/backend.img" <(printf 'Q%.0s' $(seq 4096)) ||
   fail "test setup: Q is not on the backend after the drain"
 stop_nbdkit "$tmp/pid"
-(cd "$tmp" && md5sum cache.img a.log b.log backend.img >sums)
 SYNC=flush gw_args "$tmp/a.log"
-rm -f "$tmp/rsock"
-expect_fail_with 'format=force: log= .*a\.log is not the last run' \
-  timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}" format=force
-(cd "$tmp" && md5sum -c --quiet sums) ||
-  fail "the refused format=force with the failed mirror changed a file"
+refused 'format=force: log= .*a\.log is not the last run' format=force
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}" format=force \
   log-lost=accept
 put R Q
