@@ -544,6 +544,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
           nvalid++;
         }
     }
+  log->retire_mirrors = nvalid + nvoid; /* its voids record them */
   if (recorded > nvalid + nvoid)
     {
       /* A mirror left out would still be replayed. */
@@ -579,7 +580,7 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
         && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid,
-                          log->sb_gen, log->nm))
+                          log->sb_gen, log->retire_mirrors))
                != 0)
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));

@@ -177,9 +177,8 @@ segment_sum (struct scanwin *w, const struct log_seg_hdr *sh, uint64_t phys,
 static int
 scan_append (struct scan *s, const struct log_seg_hdr *sh, uint64_t lpos)
 {
-  struct seg_info si
-      = { sh->seq,     sh->base,    lpos,         sh->flags,
-          sh->hdr_len, sh->nblocks, sh->nrevokes, log_seg_link (sh->checksum) };
+  struct seg_info si = { sh->seq,     sh->base,    lpos,        sh->flags,
+                         sh->hdr_len, sh->nblocks, sh->nrevokes };
 
   if (seginfo_vec_append (&s->segs, si))
     return ENOMEM;
@@ -284,41 +283,39 @@ scan_better (const struct hhc_log *log, const struct scan *s)
          || (lb == cb && s->end_seq > log->scan.end_seq);
 }
 
-/* Does mirror m's chain end inside the chosen one (log->scan): the same
- * segments up to its end (the last one's link equal: each names its
- * predecessor's), or no segment at all?
+/* Is mirror m's chain the chosen one (log->scan): the same segments
+ * (the last one's link equal: each names its predecessor's), or none
+ * in both?  Not a shorter one: a chain may end early by damage (a read
+ * error, a lost region), and a mirror that vouched for a longer chain
+ * it had lost let a failed mirror's stale chain be redone (fourth
+ * review).
  */
 static bool
-chain_prefix (const struct hhc_log *log, const struct mirror *m)
+chain_same (const struct hhc_log *log, const struct mirror *m)
 {
   const struct scan *s = &log->scan;
 
-  if (m->scan_end_seq == log->hint_seq)
-    return true;
-  if (s->segs.len == 0 || m->scan_end_seq <= s->segs.ptr[0].seq
-      || m->scan_end_seq > s->end_seq)
-    return false;
-  return s->segs.ptr[m->scan_end_seq - 1 - s->segs.ptr[0].seq].link
-         == m->scan_end_crc;
+  return m->scan_end_seq == s->end_seq
+         && (s->segs.len == 0 || m->scan_end_crc == s->end_crc);
 }
 
 /* The generation that vouches for the chosen chain (log_open_generation,
  * logpair_stale): the newest superblock among the mirrors of the newest
- * epoch whose chain it contains.  Only a complete mirror takes a
+ * epoch whose chain is the same.  Only a complete mirror takes a
  * superblock (joining ones are held: release_sb_hold), and one that
  * failed owes a newer generation to the others before the next FLUSH
  * returns (record_failures), so such a mirror held every barrier a
- * FLUSH was acknowledged on, and a chain that contains its own holds
- * them too.  Not the chosen mirror's own: when a failed mirror ties with
- * the others, or went further (pipelined barriers it had before it
- * failed), it is chosen, and its older generation refused a restart
- * given every mirror (third review).
+ * FLUSH was acknowledged on, and so does the same chain on another.  Not the chosen mirror's own: when a failed mirror ties with
+ * the others, it is chosen (mirror order), and its older generation
+ * refused a restart given every mirror (third review).  One that went
+ * further (pipelined barriers it had before it failed) is still refused
+ * with the others: the error asks to leave a failed mirror out.
  */
 static void
 chain_generation (struct hhc_log *log)
 {
   for (unsigned i = 0; i < log->nm; i++)
-    if (log->m[i].scanned && chain_prefix (log, &log->m[i]))
+    if (log->m[i].scanned && chain_same (log, &log->m[i]))
       log->chain_gen = HHC_MAX (log->chain_gen, log->m[i].sb_gen);
 }
 

@@ -244,7 +244,6 @@ struct mirror {
 struct seg_info {
   uint64_t seq, base, lpos;
   uint32_t flags, hdr_len, nblocks, nrevokes;
-  uint32_t link; /* log_seg_link of its checksum (the next one's link) */
 };
 HHC_VECTOR (seginfo_vec, struct seg_info)
 
@@ -265,13 +264,15 @@ struct hhc_log {
   char *identity;
   uint8_t uuid[16], cache_uuid[16];
   uint64_t sb_gen;
-  uint64_t sb_gen_taken; /* the last generation a mirror took */
-  uint64_t open_gen;     /* the newest valid superblock's at open (0: none) */
-  uint64_t chain_gen;    /* the superblock's of the mirror whose chain was
+  uint64_t sb_gen_taken;   /* the last generation a mirror took */
+  uint64_t open_gen;       /* the newest valid superblock's at open (0: none) */
+  unsigned retire_mirrors; /* log_retire: the mirrors of it given (blank
+                            * devices are none) */
+  uint64_t chain_gen;      /* the superblock's of the mirror whose chain was
                           * chosen (scan_all; log_open_generation) */
-  bool old_version;      /* a valid superblock of an earlier LOG_VERSION */
-  struct scan scan;      /* of the best mirror */
-  unsigned best;         /* mirror the scan came from */
+  bool old_version;        /* a valid superblock of an earlier LOG_VERSION */
+  struct scan scan;        /* of the best mirror */
+  unsigned best;           /* mirror the scan came from */
   uint64_t hint_seq, hint_off;
 
   pthread_mutex_t io_lock; /* one mirrors_io at a time; sb fields */

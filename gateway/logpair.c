@@ -75,6 +75,19 @@ log_names (struct hhc_volume *vol, char *buf, size_t len)
                    vol->conf.log_paths[i] ? vol->conf.log_paths[i] : "?");
 }
 
+/* Has a run of another cache marked the log since this cache reserved
+ * its epoch (state pages of earlier builds: no epoch, no answer)?  Then
+ * the log names that cache for good, not this one in a start that was
+ * cut: a cache that ran with the log before another took it over was
+ * taken back, older blocks served over FLUSHed ones (fourth review).
+ */
+static bool
+claimed_since (struct hhc_volume *vol)
+{
+  return vol->cache.log_epoch != 0
+         && log_max_epoch (vol->log) >= vol->cache.log_epoch;
+}
+
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped
  * uncleanly owes a redo of its log (the state alone says so, whatever
  * the link: state pages of earlier builds): a blank log then is
@@ -211,7 +224,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
     }
   if (memcmp (lcache, c->uuid, 16) == 0)
     return other_log_of_cache (vol, luuid);
-  if (memcmp (c->log_uuid, luuid, 16) == 0)
+  if (memcmp (c->log_uuid, luuid, 16) == 0 && !claimed_since (vol))
     {
       hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
                "log %s: a recovery into this cache was interrupted: "
@@ -220,7 +233,8 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
       vol->replay_pending = true;
       return 0;
     }
-  if (c->log_link == CACHE_LOG_PAIRED && memcmp (c->linked_log, luuid, 16) == 0)
+  if (c->log_link == CACHE_LOG_PAIRED && memcmp (c->linked_log, luuid, 16) == 0
+      && !claimed_since (vol))
     {
       /* format=force with log-lost=accept paired this new cache with
        * a stale log it did not replay, and was cut before log_start
@@ -383,8 +397,8 @@ logpair_stale (struct hhc_volume *vol, int state)
                " is older than the %" PRIu64 " this cache last ran with (a "
                "mirror left out of a later run, or one that failed in it): "
                "redoing it after the crash would undo FLUSHed writes; give "
-               "the last run's mirrors, or log-lost=accept to start "
-               "without its redo",
+               "the last run's mirrors (leaving out one that failed in it), "
+               "or log-lost=accept to start without its redo",
                names, g, c->log_gen);
       return EINVAL;
     }

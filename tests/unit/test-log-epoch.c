@@ -42,6 +42,12 @@
  *                 (a first: on a tie it is the chain read) must start
  *                 and read v1: b's chain is the same, and its newer
  *                 generation vouches for it (third review: refused).
+ *   damaged_vouch mirrors a and b, ssd-sync=checkpoint: v1, FLUSH; a
+ *                 fails; v2, FLUSH; power cut; b's region is lost
+ *                 (zeros).  a and b given must be refused: b's newer
+ *                 generation does not vouch for a's chain, which it
+ *                 does not hold (an empty or shorter chain vouched, and
+ *                 a's stale chain was redone: fourth review).
  *   force_stale   mirrors a and b: v1, FLUSH, clean stop; b alone: v2,
  *                 drained (v2 on the backend), clean stop.  format=force
  *                 with a alone (stale) is refused; with log-lost=accept
@@ -49,6 +55,17 @@
  *                 log_start (a fails) leaves a cache that the next start
  *                 with a does not take for a recovery to replay again
  *                 (third review: it replayed v1 over the backend).
+ *   taken_back    cache c1 with log L: v1, FLUSH, clean stop.  The SSD
+ *                 is replaced: a new cache c2 replays L and runs with
+ *                 it: v2, FLUSH, clean stop.  c1 given again with L must
+ *                 be refused (it took L back as "a recovery into this
+ *                 cache was interrupted": L replayed, v1 served; fourth
+ *                 review).
+ *   retire_cut    mirrors a and b, then mode wb with a, b and a blank c
+ *                 retires the log, and a cut before the state page says
+ *                 so (the cache image put back): the same retirement
+ *                 with a and b must go on (the voids recorded 3 mirrors,
+ *                 the blank one too: refused for ever; fourth review).
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -343,6 +360,33 @@ test_failed_tied (void **state)
 }
 
 static void
+test_damaged_vouch (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  pw_env_init (&e, &pw, 2);
+  e.conf.wal = true;
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  pdev_heal (e.logs[0].pd);
+  uint64_t size = e.logs[1].cd->size - LOG_REGION_OFF;
+  unsigned char *zero = calloc (1, size);
+  assert_non_null (zero);
+  assert_int_equal (dev_pwrite (e.logs[1].cd, zero, size, LOG_REGION_OFF), 0);
+  free (zero);
+  refused (&e, 3, "a with b's lost region, after a failed,");
+  pw_env_free (&e, &pw);
+}
+
+static void
 test_force_stale (void **state)
 {
   struct env e;
@@ -375,6 +419,56 @@ test_force_stale (void **state)
   assert_true (reads_v (&e, 3, 2));
   env_close (&e);
   assert_true (backend_has (&e, 3, 2));
+  env_free (&e);
+}
+
+static void
+test_taken_back (void **state)
+{
+  unsigned char *c1;
+  struct env e;
+
+  quiet_env_init (&e, 1);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  c1 = dev_save (e.ssd.cd);
+  env_new_ssd (&e);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  dev_load (e.ssd.cd, c1);
+  free (c1);
+  refused (&e, 1, "the first cache, given its log back,");
+  env_free (&e);
+}
+
+static void
+test_retire_cut (void **state)
+{
+  unsigned char *ssd;
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  give (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  ssd = dev_save (e.ssd.cd);
+  e.conf.mode = HHC_MODE_WB;
+  give (&e, 7);
+  env_open (&e);
+  env_close (&e);
+  dev_load (e.ssd.cd, ssd);
+  free (ssd);
+  give (&e, 3);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
   env_free (&e);
 }
 
@@ -413,7 +507,10 @@ main (void)
     cmocka_unit_test (test_older_run_tail),
     cmocka_unit_test (test_failed_joined),
     cmocka_unit_test (test_failed_tied),
+    cmocka_unit_test (test_damaged_vouch),
     cmocka_unit_test (test_force_stale),
+    cmocka_unit_test (test_taken_back),
+    cmocka_unit_test (test_retire_cut),
     cmocka_unit_test (test_retire_void),
   };
 
