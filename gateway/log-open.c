@@ -508,7 +508,10 @@ static int
 check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
               const uint8_t log_uuid[16])
 {
-  unsigned nvalid = 0, nvoid = 0, recorded = 0;
+  unsigned nvalid = 0, nvoid = 0, recorded = 0, newest = 0;
+  uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, top = 0;
+  unsigned count[LOG_MAX_MIRRORS] = { 0 };
+  bool of_log[LOG_MAX_MIRRORS] = { false };
   struct log_sb sb;
   uint64_t gen;
 
@@ -520,13 +523,16 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
       log->sb_gen = HHC_MAX (log->sb_gen, gen);
       if (r == ENOENT)
         continue;
-      /* A void copy records the count too (0 from earlier builds:
-       * unknown): given only void mirrors, one left out may be valid.
-       */
-      if (r == 0 || r == ESTALE)
-        recorded = HHC_MAX (recorded, sb.mirrors);
       if (r != 0 && r != ESTALE)
         return r;
+      /* A void copy records the count too (0 from earlier builds:
+       * unknown), and the run it was voided in (its generation's
+       * epoch): given only void mirrors, one left out may be valid.
+       */
+      of_log[i] = true;
+      epoch[i] = sb.generation >> LOG_EPOCH_SHIFT;
+      count[i] = sb.mirrors;
+      top = HHC_MAX (top, epoch[i]);
       if (!sb_of_cache (&sb, cache_uuid, log_uuid))
         {
           hhc_msg (log->msgfn, HHC_MSG_ERROR,
@@ -544,8 +550,19 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
           nvalid++;
         }
     }
-  log->retire_mirrors = nvalid + nvoid; /* its voids record them */
-  if (recorded > nvalid + nvoid)
+  /* Only mirrors of the newest run count, and its count: a mirror
+   * voided in an earlier run does not stand for one of a later run left
+   * out (fifth review: retired, and the one left out was replayed after
+   * a loss of the SSD).
+   */
+  for (unsigned i = 0; i < log->nm; i++)
+    if (of_log[i] && epoch[i] == top)
+      {
+        newest++;
+        recorded = HHC_MAX (recorded, count[i]);
+      }
+  log->retire_mirrors = newest; /* its voids record them */
+  if (recorded > newest)
     {
       /* A mirror left out would still be replayed. */
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
@@ -553,7 +570,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
                "(a blank device is not one): give every mirror of it as "
                "log= (or, if one is lost for good, start once in mode hhc "
                "with the mirrors left: the log then records them)",
-               log->m[0].dev->name, recorded, nvalid + nvoid);
+               log->m[0].dev->name, recorded, newest);
       return EINVAL;
     }
   if (nvalid + nvoid == 0)

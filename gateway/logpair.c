@@ -75,17 +75,23 @@ log_names (struct hhc_volume *vol, char *buf, size_t len)
                    vol->conf.log_paths[i] ? vol->conf.log_paths[i] : "?");
 }
 
-/* Has a run of another cache marked the log since this cache reserved
- * its epoch (state pages of earlier builds: no epoch, no answer)?  Then
- * the log names that cache for good, not this one in a start that was
- * cut: a cache that ran with the log before another took it over was
- * taken back, older blocks served over FLUSHed ones (fourth review).
+/* Has a run of another cache marked the log since this cache recorded
+ * its generation (none recorded: a new cache, or a state page of an
+ * earlier build, no answer)?  Then the log names that cache for good,
+ * not this one in a start that was cut: a cache that ran with the log
+ * before another took it over was taken back, older blocks served over
+ * FLUSHed ones (fourth review).  The record, not the epoch reserved:
+ * starts cut before their mark reserve epochs too, and two of them let
+ * the other cache's mark fall below (fifth review).  This cache never
+ * marked the log while it names another one (log_start writes its
+ * UUID first).
  */
 static bool
 claimed_since (struct hhc_volume *vol)
 {
-  return vol->cache.log_epoch != 0
-         && log_max_epoch (vol->log) >= vol->cache.log_epoch;
+  uint64_t g = vol->cache.log_gen;
+
+  return g != 0 && log_max_epoch (vol->log) > g >> LOG_EPOCH_SHIFT;
 }
 
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped

@@ -55,7 +55,9 @@
  *                 log_start (a fails) leaves a cache that the next start
  *                 with a does not take for a recovery to replay again
  *                 (third review: it replayed v1 over the backend).
- *   taken_back    cache c1 with log L: v1, FLUSH, clean stop.  The SSD
+ *   taken_back    cache c1 with log L: v1, FLUSH, clean stop; two starts
+ *                 of c1 cut before their mark (each reserves an epoch:
+ *                 the fifth review's case).  The SSD
  *                 is replaced: a new cache c2 replays L and runs with
  *                 it: v2, FLUSH, clean stop.  c1 given again with L must
  *                 be refused (it took L back as "a recovery into this
@@ -66,6 +68,10 @@
  *                 so (the cache image put back): the same retirement
  *                 with a and b must go on (the voids recorded 3 mirrors,
  *                 the blank one too: refused for ever; fourth review).
+ *   retire_old_void mirrors a and b: a fails and is voided; then b and a
+ *                 blank c run.  Mode wb with a and b must be refused (c
+ *                 is left out: a's void is of the earlier run; fifth
+ *                 review), with a, b and c it retires.
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -433,6 +439,11 @@ test_taken_back (void **state)
   env_write (&e, 3, 1, false);
   env_flush (&e);
   env_close (&e);
+  for (int k = 0; k < 2; k++)
+    {
+      pdev_fail_once (e.logs[0].pd, 0); /* the start's first log write */
+      assert_int_not_equal (env_try_open (&e), 0);
+    }
   c1 = dev_save (e.ssd.cd);
   env_new_ssd (&e);
   env_open (&e);
@@ -468,6 +479,33 @@ test_retire_cut (void **state)
   give (&e, 3);
   env_open (&e);
   assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_retire_old_void (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  give (&e, 3);
+  env_open (&e);
+  pdev_fail_after (e.logs[0].pd, 0);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  pdev_heal (e.logs[0].pd);
+  env_close (&e);
+  give (&e, 6);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  refused (&e, 3, "a retirement with a void of an earlier run, c left out,");
+  give (&e, 7);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
   env_close (&e);
   env_free (&e);
 }
@@ -511,6 +549,7 @@ main (void)
     cmocka_unit_test (test_force_stale),
     cmocka_unit_test (test_taken_back),
     cmocka_unit_test (test_retire_cut),
+    cmocka_unit_test (test_retire_old_void),
     cmocka_unit_test (test_retire_void),
   };
 
