@@ -506,6 +506,12 @@ void_failed (struct hhc_log *log, bool dial)
        * before m failed, and the failure was seen under this lock.
        */
       uint64_t gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
+      /* At least this run's epoch, also before its mark: a retirement
+       * counts a void of the run's epoch as one of its mirrors (sixth
+       * review: voided before the mark, it counted for none).
+       */
+      gen = HHC_MAX (gen, __atomic_load_n (&log->run_epoch, __ATOMIC_ACQUIRE)
+                              << LOG_EPOCH_SHIFT);
       hhc_unlock (&log->lock);
       if (todo)
         void_done (log, m, void_mirror (m, luuid, cuuid, gen, log->nm, dial));

@@ -509,7 +509,8 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
               const uint8_t log_uuid[16])
 {
   unsigned nvalid = 0, nvoid = 0, recorded = 0, newest = 0;
-  uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, top = 0;
+  uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, gens[LOG_MAX_MIRRORS] = { 0 };
+  uint64_t top = 0, valid_top = 0;
   unsigned count[LOG_MAX_MIRRORS] = { 0 };
   bool of_log[LOG_MAX_MIRRORS] = { false };
   struct log_sb sb;
@@ -530,6 +531,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
        * epoch): given only void mirrors, one left out may be valid.
        */
       of_log[i] = true;
+      gens[i] = HHC_MAX (sb.generation, gen);
       epoch[i] = sb.generation >> LOG_EPOCH_SHIFT;
       count[i] = sb.mirrors;
       top = HHC_MAX (top, epoch[i]);
@@ -553,14 +555,27 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   /* Only mirrors of the newest run count, and its count: a mirror
    * voided in an earlier run does not stand for one of a later run left
    * out (fifth review: retired, and the one left out was replayed after
-   * a loss of the SSD).
+   * a loss of the SSD).  The newest run is the valid mirrors' newest
+   * epoch (a void one, voided in that run, carries it or a later one:
+   * void_failed; sixth review), or with none valid the voids' newest.
    */
   for (unsigned i = 0; i < log->nm; i++)
-    if (of_log[i] && epoch[i] == top)
-      {
-        newest++;
-        recorded = HHC_MAX (recorded, count[i]);
-      }
+    if (of_log[i] && log->m[i].want_void)
+      valid_top = HHC_MAX (valid_top, epoch[i] + 1);
+  if (valid_top)
+    top = valid_top - 1;
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      bool member
+          = of_log[i]
+            && (log->m[i].want_void ? epoch[i] == top : epoch[i] >= top);
+      log->m[i].sb_gen = member ? 0 : gens[i]; /* log_retire's voids */
+      if (member)
+        {
+          newest++;
+          recorded = HHC_MAX (recorded, count[i]);
+        }
+    }
   log->retire_mirrors = newest; /* its voids record them */
   if (recorded > newest)
     {
@@ -597,7 +612,8 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
         && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid,
-                          log->sb_gen, log->retire_mirrors))
+                          log->m[i].sb_gen ? log->m[i].sb_gen : log->sb_gen,
+                          log->m[i].sb_gen ? 0 : log->retire_mirrors))
                != 0)
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));

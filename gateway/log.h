@@ -164,6 +164,12 @@ int log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen);
  * one its mirrors end the run with).
  */
 uint64_t log_generation (struct hhc_log *log);
+/* The epoch this start reserved (logpair_reserve_epoch), before
+ * log_start: a void written before the run's mark carries it.
+ */
+void log_run_epoch (struct hhc_log *log, uint64_t epoch);
+/* The epoch of the newest valid superblock at open (0: blank). */
+uint64_t log_newest_epoch (struct hhc_log *log);
 /* Mirror failures so far in this run (a count that only grows). */
 uint64_t log_failures (struct hhc_log *log);
 /* A mirror that failed and was not voided keeps this run's superblock

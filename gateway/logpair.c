@@ -89,9 +89,22 @@ log_names (struct hhc_volume *vol, char *buf, size_t len)
 static bool
 claimed_since (struct hhc_volume *vol)
 {
-  uint64_t g = vol->cache.log_gen;
+  const struct hhc_cache *c = &vol->cache;
 
-  return g != 0 && log_max_epoch (vol->log) > g >> LOG_EPOCH_SHIFT;
+  return !uuid_is_zero (c->linked_log)
+         && log_newest_epoch (vol->log) > c->log_gen >> LOG_EPOCH_SHIFT;
+}
+
+/* The record a cache starts from when it pairs with a log: the log's
+ * newest epoch as found (no run of it counts below), so that "none
+ * recorded" is never left while a log is linked (sixth review: a start
+ * cut before its mark, then another cache's run of the log, and the
+ * log was taken back).
+ */
+static uint64_t
+record_floor (struct hhc_volume *vol)
+{
+  return vol->log ? log_newest_epoch (vol->log) << LOG_EPOCH_SHIFT : 0;
 }
 
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped
@@ -336,7 +349,7 @@ logpair_link (struct hhc_volume *vol)
       log_uuids (vol->log, c->linked_log, lcache);
     }
   if (memcmp (was, c->linked_log, 16) != 0)
-    c->log_gen = 0; /* a generation of another log */
+    c->log_gen = record_floor (vol); /* a generation of another log */
 }
 
 /* A replay into the backend of a log that the cache knows to be stale
@@ -483,7 +496,15 @@ logpair_check_old (struct hhc_volume *vol, const struct logpair_old *old)
       || ((uuid_is_zero (old->linked_log)
            || memcmp (old->linked_log, luuid, 16) == 0)
           && (old->log_gen == 0 || g >= old->log_gen)))
-    return 0;
+    {
+      /* Replayed: the new cache's record starts at the log as found
+       * (the old cache's may be below a mark it made and did not record,
+       * or be another cache's: an interrupted recovery was then taken
+       * for a log claimed since; sixth review).
+       */
+      vol->cache.log_gen = HHC_MAX (vol->cache.log_gen, record_floor (vol));
+      return 0;
+    }
   log_names (vol, names, sizeof names);
   if (vol->conf.accept_log_loss)
     {
@@ -493,7 +514,7 @@ logpair_check_old (struct hhc_volume *vol, const struct logpair_old *old)
        */
       vol->replay_pending = false;
       memset (vol->cache.log_uuid, 0, 16);
-      vol->cache.log_gen = 0;
+      vol->cache.log_gen = record_floor (vol);
       hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                "format=force: log= %s is not the last run's log of the "
                "cache formatted over: not replayed (log-lost=accept)",

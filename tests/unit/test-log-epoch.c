@@ -63,6 +63,12 @@
  *                 be refused (it took L back as "a recovery into this
  *                 cache was interrupted": L replayed, v1 served; fourth
  *                 review).
+ *   taken_blank   cache c1 with log L: v1, FLUSH, clean stop; c1 with a
+ *                 blank L2 instead, cut after L2 is formatted (its first
+ *                 write after the format fails).  A new cache c2 takes
+ *                 L2 and runs: v2, FLUSH.  c1 given L2 again must be
+ *                 refused (it recorded no generation of L2: taken as
+ *                 paired, v1 served; sixth review).
  *   retire_cut    mirrors a and b, then mode wb with a, b and a blank c
  *                 retires the log, and a cut before the state page says
  *                 so (the cache image put back): the same retirement
@@ -72,6 +78,11 @@
  *                 blank c run.  Mode wb with a and b must be refused (c
  *                 is left out: a's void is of the earlier run; fifth
  *                 review), with a, b and c it retires.
+ *   retire_member mirrors a and b, then a and c (b left out).  Mode wb
+ *                 with a, b and c, cut after a and b are voided (c's
+ *                 void fails); then a and b alone must be refused (b,
+ *                 not of the last run, was voided as one of it and
+ *                 stood in for c; sixth review); a, b and c retire.
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -458,6 +469,33 @@ test_taken_back (void **state)
 }
 
 static void
+test_taken_blank (void **state)
+{
+  unsigned char *c1;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  give (&e, 1);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 2);
+  pdev_fail_once (e.logs[1].pd, 6); /* after open_format's six writes */
+  assert_int_not_equal (env_try_open (&e), 0);
+  c1 = dev_save (e.ssd.cd);
+  env_new_ssd (&e);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  dev_load (e.ssd.cd, c1);
+  free (c1);
+  refused (&e, 2, "the first cache, given the log another took,");
+  env_free (&e);
+}
+
+static void
 test_retire_cut (void **state)
 {
   unsigned char *ssd;
@@ -511,6 +549,34 @@ test_retire_old_void (void **state)
 }
 
 static void
+test_retire_member (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  give (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 5);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  give (&e, 7);
+  pdev_fail_once (e.logs[2].pd, 0); /* c's void mark */
+  assert_int_not_equal (env_try_open (&e), 0);
+  refused (&e, 3, "a retirement of a and b, c left out,");
+  give (&e, 7);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
 test_retire_void (void **state)
 {
   struct env e;
@@ -548,8 +614,10 @@ main (void)
     cmocka_unit_test (test_damaged_vouch),
     cmocka_unit_test (test_force_stale),
     cmocka_unit_test (test_taken_back),
+    cmocka_unit_test (test_taken_blank),
     cmocka_unit_test (test_retire_cut),
     cmocka_unit_test (test_retire_old_void),
+    cmocka_unit_test (test_retire_member),
     cmocka_unit_test (test_retire_void),
   };
 
