@@ -506,15 +506,28 @@ void_failed (struct hhc_log *log, bool dial)
        * before m failed, and the failure was seen under this lock.
        */
       uint64_t gen = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
-      /* At least this run's epoch, also before its mark: a retirement
-       * counts a void of the run's epoch as one of its mirrors (sixth
-       * review: voided before the mark, it counted for none).
-       */
-      gen = HHC_MAX (gen, __atomic_load_n (&log->run_epoch, __ATOMIC_ACQUIRE)
-                              << LOG_EPOCH_SHIFT);
       hhc_unlock (&log->lock);
       if (todo)
         void_done (log, m, void_mirror (m, luuid, cuuid, gen, log->nm, dial));
+    }
+}
+
+void
+log_revoid (struct hhc_log *log, uint64_t gen)
+{
+  HHC_SCOPED_LOCK (&log->void_lock);
+  uint8_t luuid[16], cuuid[16];
+
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      hhc_lock (&log->lock);
+      bool again = m->voided;
+      memcpy (luuid, log->uuid, 16);
+      memcpy (cuuid, log->cache_uuid, 16);
+      hhc_unlock (&log->lock);
+      if (again) /* best effort: a refusal at worst, and one start heals */
+        (void)void_mirror (m, luuid, cuuid, gen, log->nm, false);
     }
 }
 

@@ -509,8 +509,9 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
               const uint8_t log_uuid[16])
 {
   unsigned nvalid = 0, nvoid = 0, recorded = 0, newest = 0;
+  uint64_t member_gen = 0;
   uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, gens[LOG_MAX_MIRRORS] = { 0 };
-  uint64_t top = 0, valid_top = 0;
+  uint64_t top = 0;
   unsigned count[LOG_MAX_MIRRORS] = { 0 };
   bool of_log[LOG_MAX_MIRRORS] = { false };
   struct log_sb sb;
@@ -555,28 +556,25 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   /* Only mirrors of the newest run count, and its count: a mirror
    * voided in an earlier run does not stand for one of a later run left
    * out (fifth review: retired, and the one left out was replayed after
-   * a loss of the SSD).  The newest run is the valid mirrors' newest
-   * epoch (a void one, voided in that run, carries it or a later one:
-   * void_failed; sixth review), or with none valid the voids' newest.
+   * a loss of the SSD).  A void from before its run's mark is voided
+   * again after it (log_revoid); a cut between the two refuses, which
+   * one start in mode hhc with every mirror settles.  A void of a later
+   * epoch than every valid mirror given marks a run whose mirrors were
+   * not all given (seventh review): the newest epoch of all decides.
    */
   for (unsigned i = 0; i < log->nm; i++)
-    if (of_log[i] && log->m[i].want_void)
-      valid_top = HHC_MAX (valid_top, epoch[i] + 1);
-  if (valid_top)
-    top = valid_top - 1;
-  for (unsigned i = 0; i < log->nm; i++)
     {
-      bool member
-          = of_log[i]
-            && (log->m[i].want_void ? epoch[i] == top : epoch[i] >= top);
+      bool member = of_log[i] && epoch[i] == top;
       log->m[i].sb_gen = member ? 0 : gens[i]; /* log_retire's voids */
       if (member)
         {
           newest++;
           recorded = HHC_MAX (recorded, count[i]);
+          member_gen = HHC_MAX (member_gen, gens[i]);
         }
     }
   log->retire_mirrors = newest; /* its voids record them */
+  log->sb_gen = HHC_MAX (log->sb_gen, member_gen);
   if (recorded > newest)
     {
       /* A mirror left out would still be replayed. */

@@ -132,12 +132,6 @@ log_generation (struct hhc_log *log)
   return log->sb_gen_taken;
 }
 
-void
-log_run_epoch (struct hhc_log *log, uint64_t epoch)
-{
-  __atomic_store_n (&log->run_epoch, epoch, __ATOMIC_RELEASE);
-}
-
 uint64_t
 log_newest_epoch (struct hhc_log *log)
 {

@@ -164,10 +164,12 @@ int log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen);
  * one its mirrors end the run with).
  */
 uint64_t log_generation (struct hhc_log *log);
-/* The epoch this start reserved (logpair_reserve_epoch), before
- * log_start: a void written before the run's mark carries it.
+/* After the run's mark (generation gen): void again, with gen, every
+ * mirror voided in this run so far (best effort), so that a void from
+ * before the mark counts as one of this run's mirrors in a retirement
+ * (sixth review; check_retire counts the newest epoch's only).
  */
-void log_run_epoch (struct hhc_log *log, uint64_t epoch);
+void log_revoid (struct hhc_log *log, uint64_t gen);
 /* The epoch of the newest valid superblock at open (0: blank). */
 uint64_t log_newest_epoch (struct hhc_log *log);
 /* Mirror failures so far in this run (a count that only grows). */

@@ -264,10 +264,8 @@ struct hhc_log {
   char *identity;
   uint8_t uuid[16], cache_uuid[16];
   uint64_t sb_gen;
-  uint64_t sb_gen_taken; /* the last generation a mirror took */
-  uint64_t open_gen;     /* the newest valid superblock's at open (0: none) */
-  uint64_t run_epoch;    /* atomic: the epoch this run reserved (log_run_epoch;
-                       * voids carry it) */
+  uint64_t sb_gen_taken;   /* the last generation a mirror took */
+  uint64_t open_gen;       /* the newest valid superblock's at open (0: none) */
   unsigned retire_mirrors; /* log_retire: the mirrors of it given (blank
                             * devices are none) */
   uint64_t chain_gen;      /* the superblock's of the mirror whose chain was

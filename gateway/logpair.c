@@ -449,6 +449,7 @@ logpair_record_gen (struct hhc_volume *vol)
 
   if (r)
     return r;
+  log_revoid (vol->log, gen);
   vol->cache.log_gen = gen;
   vol->cache.log_epoch = HHC_MAX (vol->cache.log_epoch, gen >> LOG_EPOCH_SHIFT);
   r = cache_write_state (&vol->cache, vol->run_state);

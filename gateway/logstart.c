@@ -330,7 +330,6 @@ logstart_run (struct hhc_volume *vol, void *bctx)
       if ((r = cache_write_state (&vol->cache, CACHE_IN_USE_WB)) != 0)
         return r;
     }
-  log_run_epoch (vol->log, vol->cache.log_epoch);
   if ((r = log_start (vol->log, vol->cache.uuid, vol->cache.nslots, &cb)) != 0)
     return r;
   warn_small_log (vol);

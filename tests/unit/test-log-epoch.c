@@ -83,6 +83,11 @@
  *                 void fails); then a and b alone must be refused (b,
  *                 not of the last run, was voided as one of it and
  *                 stood in for c; sixth review); a, b and c retire.
+ *   retire_later_void mirrors a and b, then b and c (a left out), where
+ *                 c fails and is voided.  Mode wb with a and c must be
+ *                 refused: b, valid and of the newest run, is left out
+ *                 (counted by the valid mirrors' epoch, a's older one
+ *                 and c's void of the newest passed; seventh review).
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -577,6 +582,33 @@ test_retire_member (void **state)
 }
 
 static void
+test_retire_later_void (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  give (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 6);
+  env_open (&e);
+  pdev_fail_after (e.logs[2].pd, 0);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  pdev_heal (e.logs[2].pd);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  refused (&e, 5, "a retirement of a and the void c, b left out,");
+  give (&e, 7);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
 test_retire_void (void **state)
 {
   struct env e;
@@ -618,6 +650,7 @@ main (void)
     cmocka_unit_test (test_retire_cut),
     cmocka_unit_test (test_retire_old_void),
     cmocka_unit_test (test_retire_member),
+    cmocka_unit_test (test_retire_later_void),
     cmocka_unit_test (test_retire_void),
   };
 
