@@ -565,7 +565,7 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   for (unsigned i = 0; i < log->nm; i++)
     {
       bool member = of_log[i] && epoch[i] == top;
-      log->m[i].sb_gen = member ? 0 : gens[i]; /* log_retire's voids */
+      log->m[i].retire_gen = member ? 0 : gens[i];
       if (member)
         {
           newest++;
@@ -610,8 +610,9 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
   for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
     if (log->m[i].want_void
         && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid,
-                          log->m[i].sb_gen ? log->m[i].sb_gen : log->sb_gen,
-                          log->m[i].sb_gen ? 0 : log->retire_mirrors))
+                          log->m[i].retire_gen ? log->m[i].retire_gen
+                                               : log->sb_gen,
+                          log->m[i].retire_gen ? 0 : log->retire_mirrors))
                != 0)
       hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                log->m[i].dev->name, strerror (r));

@@ -305,11 +305,12 @@ chain_same (const struct hhc_log *log, const struct mirror *m)
  * superblock (joining ones are held: release_sb_hold), and one that
  * failed owes a newer generation to the others before the next FLUSH
  * returns (record_failures), so such a mirror held every barrier a
- * FLUSH was acknowledged on, and so does the same chain on another.  Not the chosen mirror's own: when a failed mirror ties with
- * the others, it is chosen (mirror order), and its older generation
- * refused a restart given every mirror (third review).  One that went
- * further (pipelined barriers it had before it failed) is still refused
- * with the others: the error asks to leave a failed mirror out.
+ * FLUSH was acknowledged on, and so does the same chain on another.
+ * Not the chosen mirror's own: when a failed mirror ties with the
+ * others, it is chosen (mirror order), and its older generation refused
+ * a restart given every mirror (third review).  One that went further
+ * (pipelined barriers it had before it failed) is still refused with
+ * the others: the error asks to leave a failed mirror out.
  */
 static void
 chain_generation (struct hhc_log *log)

@@ -190,6 +190,11 @@ struct mirror {
   uint64_t scan_lb_seq, scan_end_seq;
   uint32_t scan_end_crc; /* the link of its chain's last segment */
   bool scanned;          /* of the newest epoch, its scan succeeded */
+  /* log_retire: not of the newest run given, voided with this (its own
+   * generation) and a mirror count of 0, so that it never counts for a
+   * run; 0: a member, voided with the log's.
+   */
+  uint64_t retire_gen;
   /* Which superblock copy (0: A, 1: B) holds its newest valid
    * superblock: a superblock write goes over the other one, so that
    * a torn write never leaves it without a readable valid copy, even
@@ -268,8 +273,9 @@ struct hhc_log {
   uint64_t open_gen;       /* the newest valid superblock's at open (0: none) */
   unsigned retire_mirrors; /* log_retire: the mirrors of it given (blank
                             * devices are none) */
-  uint64_t chain_gen;      /* the superblock's of the mirror whose chain was
-                          * chosen (scan_all; log_open_generation) */
+  uint64_t chain_gen;      /* the newest superblock generation among the
+                       * mirrors whose chain is the chosen one (scan_all:
+                       * chain_generation; log_open_generation) */
   bool old_version;        /* a valid superblock of an earlier LOG_VERSION */
   struct scan scan;        /* of the best mirror */
   unsigned best;           /* mirror the scan came from */

@@ -148,7 +148,8 @@ struct hhc_volume {
   pthread_mutex_t wal_lock;
   bool wal_left;
   /* log_failures the state page's log_gen covers (atomic; written
-   * under wal_lock: record_failures).
+   * under wal_lock by record_failures, and by logpair_record_gen at
+   * start, before any request).
    */
   uint64_t fails_recorded;
   bool flusher_on; /* atomic: the flusher thread runs */
