@@ -177,7 +177,7 @@ cache_state_decode (const void *buf, const uint8_t uuid[16],
     sp->state = CACHE_IN_USE; /* unknown: the safe side */
   memcpy (sp->uuid8, pg + 16, 8);
   sp->log_link = get32 (pg + 28);
-  if (sp->log_link > CACHE_LOG_RETIRED)
+  if (sp->log_link > CACHE_LOG_REPLAYING)
     sp->log_link = CACHE_LOG_PAIRED; /* unknown: the safe side */
   memcpy (sp->linked_log, pg + 32, 16);
   sp->log_gen = get64 (pg + 48);

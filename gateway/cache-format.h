@@ -104,6 +104,11 @@ enum cache_log_link {
   CACHE_LOG_UNKNOWN = 0, /* state pages of earlier builds: log_uuid tells */
   CACHE_LOG_PAIRED = 1,  /* used in mode hhc: its log may be replayed */
   CACHE_LOG_RETIRED = 2, /* its log was voided: no log may be replayed */
+  /* A new cache paired with a log whose replay into the backend has
+   * not finished (no run of the cache recorded yet): that log, and no
+   * other, is replayed first.  Read as paired by earlier builds.
+   */
+  CACHE_LOG_REPLAYING = 3,
 };
 
 /* ---- geometry ---- */

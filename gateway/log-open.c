@@ -1,11 +1,11 @@
 /* Opening a log: the mirrors' superblocks (every valid one of the same
  * log and backend), the geometry, the format of a blank log, then the
  * scan of every valid mirror (log-scan.c scan_all: the newest barrier
- * is the one replay reads).  Also log_retire, which checks and voids a log
- * without opening it for use, and freeing a log.
+ * is the one replay reads).  Also freeing a log (log-retire.c checks
+ * and voids one without opening it for use).
  *
- * No lock: a log being opened or retired is not shared yet (the scan's
- * threads only read what is set before they start).
+ * No lock: a log being opened is not shared yet (the scan's threads
+ * only read what is set before they start).
  */
 #include <config.h>
 
@@ -226,6 +226,8 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
                    "it holds nothing to replay and is used as a blank device",
                    m->dev->name);
           ++*nvoid;
+          memcpy (m->void_log, sb.log_uuid, 16);
+          m->void_gen = sb.generation;
           m->sb_hold = true;
           r = ENOENT;
         }
@@ -250,6 +252,11 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
           return EINVAL;
         }
       m->sb_gen = sb.generation;
+      if (log_sb_check (&sb) == LOG_SB_SOUND)
+        {
+          m->hint_off = sb.head_off;
+          m->hint_seq = sb.head_seq;
+        }
       if (*nvalid == 0 || sb.generation > good->generation)
         *good = sb;
       if (sb.version < LOG_VERSION)
@@ -481,147 +488,6 @@ log_open (const struct log_conf *conf, const uint8_t cache_uuid[16],
     }
   *logp = log;
   return 0;
-}
-
-/* ---- retiring a log ---- */
-
-/* Is the superblock sb (valid or void) of the log log_uuid, or, when
- * that is zero (a cache of an earlier build does not record it), of a
- * log paired with cache cache_uuid?
- */
-static bool
-sb_of_cache (const struct log_sb *sb, const uint8_t cache_uuid[16],
-             const uint8_t log_uuid[16])
-{
-  static const uint8_t zero[16];
-
-  if (memcmp (log_uuid, zero, 16) != 0)
-    return memcmp (sb->log_uuid, log_uuid, 16) == 0;
-  return memcmp (sb->cache_uuid, cache_uuid, 16) == 0;
-}
-
-/* Check every mirror of a log to retire: each is blank, or valid or
- * void and of this cache; at least one is not blank.  Fill the UUIDs
- * from a valid one.  ESTALE: none is valid (every one void already).
- */
-static int
-check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
-              const uint8_t log_uuid[16])
-{
-  unsigned nvalid = 0, nvoid = 0, recorded = 0, newest = 0;
-  uint64_t member_gen = 0;
-  uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, gens[LOG_MAX_MIRRORS] = { 0 };
-  uint64_t top = 0;
-  unsigned count[LOG_MAX_MIRRORS] = { 0 };
-  bool of_log[LOG_MAX_MIRRORS] = { false };
-  struct log_sb sb;
-  uint64_t gen;
-
-  log->sb_gen = 0;
-  for (unsigned i = 0; i < log->nm; i++)
-    {
-      struct mirror *m = &log->m[i];
-      int r = read_sb (log, m, &sb, &gen);
-      log->sb_gen = HHC_MAX (log->sb_gen, gen);
-      if (r == ENOENT)
-        continue;
-      if (r != 0 && r != ESTALE)
-        return r;
-      /* A void copy records the count too (0 from earlier builds:
-       * unknown), and the run it was voided in (its generation's
-       * epoch): given only void mirrors, one left out may be valid.
-       */
-      of_log[i] = true;
-      gens[i] = HHC_MAX (sb.generation, gen);
-      epoch[i] = sb.generation >> LOG_EPOCH_SHIFT;
-      count[i] = sb.mirrors;
-      top = HHC_MAX (top, epoch[i]);
-      if (!sb_of_cache (&sb, cache_uuid, log_uuid))
-        {
-          hhc_msg (log->msgfn, HHC_MSG_ERROR,
-                   "log %s belongs to another cache: give the log this "
-                   "cache was used with in mode hhc",
-                   m->dev->name);
-          return EINVAL;
-        }
-      m->want_void = r == 0;
-      nvoid += r == ESTALE;
-      if (r == 0)
-        {
-          memcpy (log->uuid, sb.log_uuid, 16);
-          memcpy (log->cache_uuid, sb.cache_uuid, 16);
-          nvalid++;
-        }
-    }
-  /* Only mirrors of the newest run count, and its count: a mirror
-   * voided in an earlier run does not stand for one of a later run left
-   * out (fifth review: retired, and the one left out was replayed after
-   * a loss of the SSD).  A void from before its run's mark is voided
-   * again after it (log_revoid); a cut between the two refuses, which
-   * one start in mode hhc with every mirror settles.  A void of a later
-   * epoch than every valid mirror given marks a run whose mirrors were
-   * not all given (seventh review): the newest epoch of all decides.
-   */
-  for (unsigned i = 0; i < log->nm; i++)
-    {
-      bool member = of_log[i] && epoch[i] == top;
-      log->m[i].retire_gen = member ? 0 : gens[i];
-      if (member)
-        {
-          newest++;
-          recorded = HHC_MAX (recorded, count[i]);
-          member_gen = HHC_MAX (member_gen, gens[i]);
-        }
-    }
-  log->retire_mirrors = newest; /* its voids record them */
-  log->sb_gen = HHC_MAX (log->sb_gen, member_gen);
-  if (recorded > newest)
-    {
-      /* A mirror left out would still be replayed. */
-      hhc_msg (log->msgfn, HHC_MSG_ERROR,
-               "log %s had %u mirrors when last written, %u of them given "
-               "(a blank device is not one): give every mirror of it as "
-               "log= (or, if one is lost for good, start once in mode hhc "
-               "with the mirrors left: the log then records them)",
-               log->m[0].dev->name, recorded, newest);
-      return EINVAL;
-    }
-  if (nvalid + nvoid == 0)
-    {
-      hhc_msg (log->msgfn, HHC_MSG_ERROR,
-               "log %s is blank, not the log this cache was used with in "
-               "mode hhc: give that log's log=",
-               log->m[0].dev->name);
-      return EINVAL;
-    }
-  return nvalid ? 0 : ESTALE;
-}
-
-int
-log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-            const uint8_t log_uuid[16], bool void_it)
-{
-  struct hhc_log *log;
-  uint64_t min_size;
-  int r = new_log (conf, &log, &min_size);
-
-  if (r == 0)
-    r = check_retire (log, cache_uuid, log_uuid);
-  for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
-    if (log->m[i].want_void
-        && (r = void_dev (log->m[i].dev, log->uuid, log->cache_uuid,
-                          log->m[i].retire_gen ? log->m[i].retire_gen
-                                               : log->sb_gen,
-                          log->m[i].retire_gen ? 0 : log->retire_mirrors))
-               != 0)
-      hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
-               log->m[i].dev->name, strerror (r));
-  if (r == 0 && void_it)
-    hhc_msg (conf->msgfn, HHC_MSG_INFO,
-             "log: voided (retired): the cache is used without it from now "
-             "on");
-  free_log (log);
-  return r == ESTALE ? 0 : r;
 }
 
 void

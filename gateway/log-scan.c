@@ -258,13 +258,31 @@ struct scan_job {
   int r;
 };
 
+/* Where m's scan starts: the head its own superblock records (one of
+ * this log's region: the same size), else the log's.
+ */
+static uint64_t
+mirror_hint_off (const struct hhc_log *log, const struct mirror *m)
+{
+  return m->hint_seq && m->hint_off < log->region_size ? m->hint_off
+                                                       : log->hint_off;
+}
+
+static uint64_t
+mirror_hint_seq (const struct hhc_log *log, const struct mirror *m)
+{
+  return m->hint_seq && m->hint_off < log->region_size ? m->hint_seq
+                                                       : log->hint_seq;
+}
+
 static void *
 scan_job_run (void *arg)
 {
   struct scan_job *j = arg;
+  struct mirror *m = &j->log->m[j->i];
 
-  j->r = scan_mirror (j->log, &j->log->m[j->i], j->log->hint_off,
-                      j->log->hint_seq, &j->s);
+  j->r = scan_mirror (j->log, m, mirror_hint_off (j->log, m),
+                      mirror_hint_seq (j->log, m), &j->s);
   return NULL;
 }
 
@@ -345,6 +363,7 @@ scan_all (struct hhc_log *log)
   struct scan_job jobs[LOG_MAX_MIRRORS];
   pthread_t th[LOG_MAX_MIRRORS];
   bool started[LOG_MAX_MIRRORS] = { false };
+  uint64_t best_off = log->hint_off, best_seq = log->hint_seq;
   unsigned n = 0;
   int r = 0;
 
@@ -390,13 +409,24 @@ scan_all (struct hhc_log *log)
           scan_free (&log->scan);
           log->scan = jobs[k].s;
           log->best = jobs[k].i;
+          best_off = mirror_hint_off (log, m);
+          best_seq = mirror_hint_seq (log, m);
         }
       else
         scan_free (&jobs[k].s);
     }
+  /* The head of the chain read (replay, phead: log.c). */
+  log->hint_off = best_off;
+  log->hint_seq = best_seq;
   chain_generation (log);
   mark_behind (log);
   return r;
+}
+
+bool
+log_chain_empty (struct hhc_log *log)
+{
+  return log->scan.segs.len == 0;
 }
 
 /* ---- read-only inspection (hhcctl check) ---- */
@@ -482,7 +512,8 @@ log_inspect_chain (struct hhc_log *log, unsigned i, struct log_chain_desc *c)
     return EINVAL;
   if (log->m[i].blank)
     return 0;
-  r = scan_mirror (log, &log->m[i], log->hint_off, log->hint_seq, &s);
+  r = scan_mirror (log, &log->m[i], mirror_hint_off (log, &log->m[i]),
+                   mirror_hint_seq (log, &log->m[i]), &s);
   if (r == 0)
     r = describe_chain (log, i, &s, c);
   if (r == 0)

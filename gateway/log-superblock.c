@@ -104,6 +104,13 @@ log_max_epoch (struct hhc_log *log)
 int
 log_mark_run (struct hhc_log *log, uint64_t epoch, uint64_t *gen)
 {
+  /* No void meanwhile (void_failed takes the numbered generation): a
+   * failed mirror's void of the new epoch before the mark is durable on
+   * the healthy ones looked, after a cut, like a later run's, and the
+   * chain they hold was refused as older (voided_since in logpair.c).
+   * Lock order: void_lock, then io_lock.
+   */
+  HHC_SCOPED_LOCK (&log->void_lock);
   HHC_SCOPED_LOCK (&log->io_lock);
   uint64_t now = __atomic_load_n (&log->sb_gen, __ATOMIC_ACQUIRE);
   int r;
@@ -136,6 +143,26 @@ uint64_t
 log_newest_epoch (struct hhc_log *log)
 {
   return log->open_gen >> LOG_EPOCH_SHIFT;
+}
+
+void
+log_hold_sb (struct hhc_log *log)
+{
+  HHC_SCOPED_LOCK (&log->lock);
+
+  for (unsigned i = 0; i < log->nm; i++)
+    log->m[i].sb_hold = true;
+}
+
+uint64_t
+log_void_epoch (struct hhc_log *log)
+{
+  uint64_t e = 0;
+
+  for (unsigned i = 0; i < log->nm; i++)
+    if (log->m[i].void_gen && memcmp (log->m[i].void_log, log->uuid, 16) == 0)
+      e = HHC_MAX (e, log->m[i].void_gen >> LOG_EPOCH_SHIFT);
+  return e;
 }
 
 uint64_t

@@ -170,8 +170,26 @@ uint64_t log_generation (struct hhc_log *log);
  * (sixth review; check_retire counts the newest epoch's only).
  */
 void log_revoid (struct hhc_log *log, uint64_t gen);
+/* Did the scan at open find no segment in the chain read? */
+bool log_chain_empty (struct hhc_log *log);
 /* The epoch of the newest valid superblock at open (0: blank). */
 uint64_t log_newest_epoch (struct hhc_log *log);
+/* The chain read is not this cache's (logpair_stale: a mirror left
+ * out or failed; another log of this cache): no mirror gets a
+ * superblock until the start-up re-log has made this run's log
+ * complete on it (release_sb_hold), else a start cut before that left
+ * the stale chain under a superblock as new as the healthy mirrors'
+ * (found by the mirror-sets campaign: its head then passed for theirs,
+ * and a replay missed blocks).  After log_open, before log_start.
+ */
+void log_hold_sb (struct hhc_log *log);
+/* The newest epoch of a void superblock of this log among the mirrors
+ * given (0: none).  Above log_newest_epoch: the chain read is of an
+ * older run than one whose mirror was voided since (retired, or failed
+ * in it), and a replay of it would write older blocks over what that
+ * run wrote back.
+ */
+uint64_t log_void_epoch (struct hhc_log *log);
 /* Mirror failures so far in this run (a count that only grows). */
 uint64_t log_failures (struct hhc_log *log);
 /* A mirror that failed and was not voided keeps this run's superblock
@@ -297,11 +315,22 @@ unsigned log_void_stale (struct hhc_log *log);
  * hhc): check that the log is log_uuid (if zero: a log paired with
  * cache_uuid), with every mirror it had, and with void_it void each of
  * them.  0 also if it is void already; EINVAL (logged) if a mirror is
- * of another log, a mirror is missing or all are blank.  Needs no
- * log_open.
+ * of another log, a mirror is missing, all are blank, or a valid one
+ * is of a run later than cache_epoch (the newest the cache knows of;
+ * 0: not checked).  Needs no log_open.
  */
 int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-                const uint8_t log_uuid[16], bool void_it);
+                const uint8_t log_uuid[16], uint64_t cache_epoch, bool void_it);
+/* The newest epoch (*epoch) of a superblock among conf's mirrors,
+ * valid or void, that names the cache cache_uuid or is of one of its
+ * logs (log_uuid, the one it last ran with, or one whose valid
+ * superblock names it): the newest run of that cache they show (each
+ * start reserves its epoch in the cache before any mirror takes it).
+ * Writes nothing (a mirror that cannot be read shows nothing; the
+ * start's log_open says why).  0 or ENOMEM, EINVAL (conf).
+ */
+int log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
+                const uint8_t log_uuid[16], uint64_t *epoch);
 
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);

@@ -184,6 +184,17 @@ struct mirror {
    */
   bool joining;
   uint64_t sb_gen; /* the generation of its valid superblock at open */
+  /* The head its superblock records, where its scan starts: each
+   * mirror's own (a start cut before its mark may have moved one
+   * mirror's head past what another's chain still needs: found by the
+   * mirror-sets campaign).  hint_seq 0: the log's.
+   */
+  uint64_t hint_off, hint_seq;
+  /* Read as void at open: the log and generation its void records
+   * (void_gen 0: not void).
+   */
+  uint8_t void_log[16];
+  uint64_t void_gen;
   /* What its scan found at open: the sequence of its last barrier (0:
    * none) and of the segment after its chain.
    */

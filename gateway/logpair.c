@@ -59,7 +59,7 @@ log_conf_of (struct hhc_volume *vol, uint32_t block_size)
 static bool
 cache_log_paired (const struct hhc_cache *c)
 {
-  return c->log_link == CACHE_LOG_PAIRED
+  return c->log_link == CACHE_LOG_PAIRED || c->log_link == CACHE_LOG_REPLAYING
          || (c->log_link == CACHE_LOG_UNKNOWN && !uuid_is_zero (c->log_uuid));
 }
 
@@ -107,10 +107,57 @@ record_floor (struct hhc_volume *vol)
   return vol->log ? log_newest_epoch (vol->log) << LOG_EPOCH_SHIFT : 0;
 }
 
+/* The newest epoch of its log this cache knows of: its reservation
+ * (each start writes it into the state page before any mirror takes
+ * it: settle_after_load) or its record (the log's newest as found when
+ * it paired).  0: none (a cache of an earlier build, or formatted and
+ * cut before its first record).
+ */
+static uint64_t
+known_epoch (const struct hhc_cache *c)
+{
+  return HHC_MAX (c->log_epoch, c->log_gen >> LOG_EPOCH_SHIFT);
+}
+
+/* A run later than any this cache knows of (log_survey: a superblock,
+ * valid or void, that names this cache or is of one of its logs, with
+ * a newer epoch): the cache device is an older copy of the one that ran
+ * with them (put back, restored from a snapshot, or a device that lost
+ * writes it had acknowledged).  Its blocks are older than FLUSHes the
+ * log acknowledged, and a start would serve them (found by the
+ * mirror-sets campaign, test-log-sets; also when the later run's log
+ * was since taken over and retired by another cache).  Refused before
+ * anything is written; format=force rebuilds the cache from the log
+ * (a replay, as after the loss of the SSD).  No record (0): no answer.
+ */
+static int
+behind_log (struct hhc_volume *vol, const struct log_conf *lc)
+{
+  uint64_t k = known_epoch (&vol->cache), e;
+  char names[512];
+  int r;
+
+  if (k == 0)
+    return 0;
+  if ((r = log_survey (lc, vol->cache.uuid, vol->cache.linked_log, &e)) != 0
+      || e <= k)
+    return r;
+  log_names (vol, names, sizeof names);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "%s: log= %s holds a run (epoch %" PRIu64 ") later than any this "
+           "cache knows of (%" PRIu64 "): the cache device is an older copy "
+           "of the one that ran with it, and would serve blocks older than "
+           "FLUSHes the log acknowledged; start with format=force to "
+           "rebuild the cache from the log",
+           vol->dev->name, names, e, k);
+  return EINVAL;
+}
+
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped
  * uncleanly owes a redo of its log (the state alone says so, whatever
- * the link: state pages of earlier builds): a blank log then is
- * refused before it is formatted (lc->no_format), unless
+ * the link: state pages of earlier builds), and a new one whose replay
+ * did not finish owes that replay (replay_unfinished): a blank log then
+ * is refused before it is formatted (lc->no_format), unless
  * log-lost=accept.
  */
 static int
@@ -120,7 +167,8 @@ note_redo_owed (struct hhc_volume *vol, struct log_conf *lc)
   int r = cache_read_state (&vol->cache, &state);
 
   vol->redo_owed = r == 0 && state == CACHE_IN_USE_HHC;
-  lc->no_format = vol->redo_owed && !vol->conf.accept_log_loss;
+  lc->no_format = (vol->redo_owed || vol->cache.log_link == CACHE_LOG_REPLAYING)
+                  && !vol->conf.accept_log_loss;
   return r;
 }
 
@@ -173,6 +221,7 @@ other_log_of_cache (struct hhc_volume *vol, const uint8_t luuid[16])
       vol->log = NULL;
       return r;
     }
+  log_hold_sb (vol->log);
   hhc_uuid_str (luuid, a);
   hhc_uuid_str (c->linked_log, b);
   log_names (vol, names, sizeof names);
@@ -182,6 +231,223 @@ other_log_of_cache (struct hhc_volume *vol, const uint8_t luuid[16])
            "it at start",
            names, a, b);
   return 0;
+}
+
+/* A replay of a chain older than a void of its log given beside it
+ * (log_void_epoch): the void's run retired the log or voided a mirror
+ * that failed in it, and what that run held went to the backend or to
+ * mirrors not given; the older chain would write older blocks over it
+ * (found by the mirror-sets campaign: a retirement cut after voiding
+ * the newest mirror, then the loss of the SSD).  Refused, or with
+ * log-lost=accept not replayed.
+ */
+static int
+voided_since (struct hhc_volume *vol)
+{
+  uint64_t v = log_void_epoch (vol->log), e = log_newest_epoch (vol->log);
+  char names[512];
+
+  if (!vol->replay_pending || v <= e)
+    return 0;
+  log_names (vol, names, sizeof names);
+  if (vol->conf.accept_log_loss)
+    {
+      vol->replay_pending = false;
+      memset (vol->cache.log_uuid, 0, 16); /* no recovery to redo */
+      hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+               "log= %s: its chain (epoch %" PRIu64 ") is older than a "
+               "void of the same log (epoch %" PRIu64 "): not replayed "
+               "(log-lost=accept)",
+               names, e, v);
+      return 0;
+    }
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "log= %s: its chain (epoch %" PRIu64 ") is older than a void of "
+           "the same log (epoch %" PRIu64 "): a later run retired the log "
+           "or voided a mirror that failed in it; replaying the older chain "
+           "would write older data over the backend: give that run's "
+           "mirrors, or log-lost=accept to start without the replay",
+           names, e, v);
+  log_close (vol->log);
+  vol->log = NULL;
+  return EINVAL;
+}
+
+/* Is the log luuid, which names another cache, one whose replay into
+ * this new cache was interrupted (to be replayed again)?  The state
+ * says so (CACHE_LOG_REPLAYING), or for a state page of an earlier
+ * build, the cache was formatted for it, links no other log and
+ * recorded no run since (its record no newer than the log's newest
+ * epoch, which format set it to: record_floor; not log_epoch 0, which
+ * an earlier build's second start reserved before it was cut again:
+ * review).  Not if a run of another cache marked the log since
+ * (claimed_since).  Before, any log the cache was formatted for passed,
+ * long after that recovery: a mirror of it left out of it was "replayed
+ * again" in place of the redo the cache owed its later log (found by
+ * the mirror-sets campaign).
+ */
+static bool
+recovery_interrupted (struct hhc_volume *vol, const uint8_t luuid[16])
+{
+  const struct hhc_cache *c = &vol->cache;
+
+  if (memcmp (c->log_uuid, luuid, 16) != 0 || claimed_since (vol))
+    return false;
+  if (c->log_link == CACHE_LOG_REPLAYING)
+    return memcmp (c->linked_log, luuid, 16) == 0;
+  return c->log_link != CACHE_LOG_RETIRED
+         && c->log_gen >> LOG_EPOCH_SHIFT <= log_newest_epoch (vol->log)
+         && (uuid_is_zero (c->linked_log)
+             || memcmp (c->linked_log, luuid, 16) == 0);
+}
+
+/* Did this cache retire the log luuid (every dirty block written
+ * back, its mirrors voided), no run marking it since, and no redo
+ * owed (none is after a retirement: the next run in hhc links a log
+ * again)?
+ */
+static bool
+retired_here (struct hhc_volume *vol, const uint8_t luuid[16])
+{
+  const struct hhc_cache *c = &vol->cache;
+
+  return c->log_link == CACHE_LOG_RETIRED && !vol->redo_owed
+         && (memcmp (c->log_uuid, luuid, 16) == 0
+             || memcmp (c->linked_log, luuid, 16) == 0)
+         && !claimed_since (vol);
+}
+
+/* Is the replay of the log this new cache was formatted for not
+ * finished, and no log-lost=accept?  What that log holds is in no
+ * cache and maybe not in the backend: any other log is refused (found
+ * by the mirror-sets campaign: a recovery cut, then a start with a
+ * blank log served older blocks).  Logged.
+ */
+static bool
+replay_unfinished (struct hhc_volume *vol)
+{
+  const struct hhc_cache *c = &vol->cache;
+  char b[37];
+
+  if (c->log_link != CACHE_LOG_REPLAYING || vol->conf.accept_log_loss)
+    return false;
+  hhc_uuid_str (c->linked_log, b);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "%s: the replay of log %s into this new cache did not finish (a "
+           "start stopped): give that log's mirrors to finish it, or "
+           "log-lost=accept to start without it (what only it held is then "
+           "lost)",
+           vol->dev->name, b);
+  return true;
+}
+
+/* The log this cache was paired with, if any, is not the one given
+ * (blank, or empty_log's): the start goes on with the new one (a redo
+ * owed was refused or accepted before), unless that log's replay into
+ * this new cache did not finish (EINVAL, logged; log-lost=accept goes
+ * on).
+ */
+static int
+log_gone (struct hhc_volume *vol, const char *luuid_str)
+{
+  struct hhc_cache *c = &vol->cache;
+  char b[37];
+
+  if (replay_unfinished (vol))
+    return EINVAL;
+  if (!vol->redo_owed && uuid_is_zero (c->log_uuid)
+      && uuid_is_zero (c->linked_log))
+    return 0;
+  vol->log_lost = true;
+  hhc_uuid_str (uuid_is_zero (c->linked_log) ? c->log_uuid : c->linked_log, b);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
+           "the log this cache was paired with (%s) is gone: starting with "
+           "a new log %s; every dirty block is written to it before the "
+           "first client request",
+           b, luuid_str);
+  return 0;
+}
+
+/* A valid log that names no cache and holds no segment (the caller
+ * checks both): formatted by the start of a new cache that was cut
+ * before log_start named it (log_start names the cache before it writes
+ * any segment), and no run marked it.  Used as a blank log (found by
+ * the mirror-sets campaign: refused as "another cache's" for good, a
+ * device that had to be blanked by hand).  One with segments is refused
+ * as another cache's (review: nothing else should write one).
+ */
+static int
+empty_log (struct hhc_volume *vol, const char *luuid_str)
+{
+  int r = no_redo (vol, "holds nothing (formatted by a start that was cut)");
+
+  if (r == 0)
+    r = log_gone (vol, luuid_str);
+  if (r)
+    {
+      log_close (vol->log);
+      vol->log = NULL;
+    }
+  return r;
+}
+
+/* A valid log next to a loaded cache (mode hhc): this cache's, a
+ * mirror of a log it retired, one whose replay into it was interrupted,
+ * the stale log a cut format=force paired it with, an empty one, or
+ * another cache's (refused).  a: the log's UUID, for messages.
+ */
+static int
+pair_valid (struct hhc_volume *vol, const uint8_t luuid[16],
+            const uint8_t lcache[16], const char *a)
+{
+  struct hhc_cache *c = &vol->cache;
+  char b[37];
+
+  if (memcmp (lcache, c->uuid, 16) == 0)
+    return other_log_of_cache (vol, luuid);
+  if (retired_here (vol, luuid))
+    {
+      /* Its mirrors that the retirement voided are blank now; this
+       * one, left out of it, holds an older chain (found by the
+       * mirror-sets campaign: taken for a recovery to replay again).
+       */
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
+               "log %s was retired by this cache, this mirror of it left "
+               "out: its segments are not used",
+               a);
+      log_hold_sb (vol->log);
+      return 0;
+    }
+  if (recovery_interrupted (vol, luuid))
+    {
+      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
+               "log %s: a recovery into this cache was interrupted: "
+               "replaying the log again",
+               a);
+      vol->replay_pending = true;
+      return voided_since (vol);
+    }
+  if (c->log_link == CACHE_LOG_PAIRED && memcmp (c->linked_log, luuid, 16) == 0
+      && !claimed_since (vol))
+    {
+      /* format=force with log-lost=accept paired this new cache with
+       * a stale log it did not replay, and was cut before log_start
+       * wrote this cache's UUID into it (the cache's superblock names
+       * no log, so that this is not taken for a recovery to replay
+       * again: third review).
+       */
+      return 0;
+    }
+  if (uuid_is_zero (lcache) && log_chain_empty (vol->log))
+    return empty_log (vol, a);
+  hhc_uuid_str (lcache, b);
+  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
+           "log %s belongs to another cache (paired with cache %s): give "
+           "the log written with this cache, or a blank log device",
+           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
+  log_close (vol->log);
+  vol->log = NULL;
+  return EINVAL;
 }
 
 /* Mode hhc: open the log and decide what it means for the cache.
@@ -195,7 +461,7 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
   struct hhc_cache *c = &vol->cache;
   static const uint8_t zero[16];
   uint8_t luuid[16], lcache[16];
-  char a[37], b[37];
+  char a[37];
   enum log_found found;
   struct log_conf lc = log_conf_of (
       vol, cache_new ? (vol->conf.block_size ? vol->conf.block_size : 4096)
@@ -204,13 +470,16 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
 
   if (vol->conf.mode != HHC_MODE_HHC)
     return 0;
-  if (!cache_new && (r = note_redo_owed (vol, &lc)) != 0)
+  if (!cache_new
+      && ((r = note_redo_owed (vol, &lc)) != 0
+          || (r = behind_log (vol, &lc)) != 0))
     return r;
   r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
   if (r == ENODATA)
     {
-      r = no_redo (vol, "is blank or voided");
-      return r ? r : EINVAL;
+      if (no_redo (vol, "is blank or voided") == 0)
+        replay_unfinished (vol); /* says why */
+      return EINVAL;
     }
   if (r)
     return r;
@@ -220,57 +489,21 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
     {
       memcpy (c->log_uuid, luuid, 16);
       vol->replay_pending = found == LOG_FOUND_VALID;
-      return 0;
+      return voided_since (vol);
     }
   if (found == LOG_FOUND_BLANK)
     {
       /* A redo owed comes here only with log-lost=accept (else
        * ENODATA above).
        */
-      if (vol->redo_owed || !uuid_is_zero (c->log_uuid)
-          || !uuid_is_zero (c->linked_log))
+      if ((r = log_gone (vol, a)) != 0)
         {
-          vol->log_lost = true;
-          hhc_uuid_str (
-              uuid_is_zero (c->linked_log) ? c->log_uuid : c->linked_log, b);
-          hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
-                   "the log this cache was paired with (%s) is gone: "
-                   "starting with a new log %s; every dirty block is "
-                   "written to it before the first client request",
-                   b, a);
+          log_close (vol->log);
+          vol->log = NULL;
         }
-      return 0;
+      return r;
     }
-  if (memcmp (lcache, c->uuid, 16) == 0)
-    return other_log_of_cache (vol, luuid);
-  if (memcmp (c->log_uuid, luuid, 16) == 0 && !claimed_since (vol))
-    {
-      hhc_msg (vol->conf.msgfn, HHC_MSG_INFO,
-               "log %s: a recovery into this cache was interrupted: "
-               "replaying the log again",
-               a);
-      vol->replay_pending = true;
-      return 0;
-    }
-  if (c->log_link == CACHE_LOG_PAIRED && memcmp (c->linked_log, luuid, 16) == 0
-      && !claimed_since (vol))
-    {
-      /* format=force with log-lost=accept paired this new cache with
-       * a stale log it did not replay, and was cut before log_start
-       * wrote this cache's UUID into it (the cache's superblock names
-       * no log, so that this is not taken for a recovery to replay
-       * again: third review).
-       */
-      return 0;
-    }
-  hhc_uuid_str (lcache, b);
-  hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
-           "log %s belongs to another cache (paired with cache %s): give "
-           "the log written with this cache, or a blank log device",
-           vol->conf.log_paths[0] ? vol->conf.log_paths[0] : a, b);
-  log_close (vol->log);
-  vol->log = NULL;
-  return EINVAL;
+  return pair_valid (vol, luuid, lcache, a);
 }
 
 /* A mode other than hhc on a cache that was used in mode hhc: what it
@@ -303,7 +536,7 @@ logpair_check_retire (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  r = log_retire (&lc, c->uuid, c->linked_log, false);
+  r = log_retire (&lc, c->uuid, c->linked_log, known_epoch (c), false);
   vol->retire_pending = r == 0;
   return r;
 }
@@ -320,7 +553,7 @@ logpair_retire (struct hhc_volume *vol, void *bctx)
              "writing back dirty blocks before the log is voided: %s",
              strerror (r));
   if (r == 0)
-    r = log_retire (&lc, c->uuid, c->linked_log, true);
+    r = log_retire (&lc, c->uuid, c->linked_log, known_epoch (c), true);
   if (r == 0)
     {
       c->log_link = CACHE_LOG_RETIRED;
@@ -345,7 +578,11 @@ logpair_link (struct hhc_volume *vol)
     c->log_link = CACHE_LOG_UNKNOWN; /* with log_uuid zero: none */
   else
     {
-      c->log_link = CACHE_LOG_PAIRED;
+      /* Until the run's record (logpair_record_gen) follows the
+       * replay.
+       */
+      c->log_link
+          = vol->replay_pending ? CACHE_LOG_REPLAYING : CACHE_LOG_PAIRED;
       log_uuids (vol->log, c->linked_log, lcache);
     }
   if (memcmp (was, c->linked_log, 16) != 0)
@@ -401,6 +638,7 @@ logpair_stale (struct hhc_volume *vol, int state)
     return stale_replay (vol, names, g, c->log_gen);
   if (state == CACHE_IN_USE_HHC && vol->conf.accept_log_loss)
     {
+      log_hold_sb (vol->log);
       vol->log_lost = true; /* settle_after_load: no redo */
       hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
                "log= %s: superblock generation %" PRIu64
@@ -421,6 +659,7 @@ logpair_stale (struct hhc_volume *vol, int state)
                names, g, c->log_gen);
       return EINVAL;
     }
+  log_hold_sb (vol->log);
   hhc_msg (vol->conf.msgfn, HHC_MSG_WARNING,
            "log= %s: superblock generation %" PRIu64
            " is older than the %" PRIu64 " this cache last ran with (a "
@@ -450,6 +689,8 @@ logpair_record_gen (struct hhc_volume *vol)
   if (r)
     return r;
   log_revoid (vol->log, gen);
+  if (vol->cache.log_link == CACHE_LOG_REPLAYING)
+    vol->cache.log_link = CACHE_LOG_PAIRED; /* replayed before the mark */
   vol->cache.log_gen = gen;
   vol->cache.log_epoch = HHC_MAX (vol->cache.log_epoch, gen >> LOG_EPOCH_SHIFT);
   r = cache_write_state (&vol->cache, vol->run_state);
@@ -567,7 +808,8 @@ logpair_retire_before_format (struct hhc_volume *vol)
       return EINVAL;
     }
   struct log_conf lc = log_conf_of (vol, c->block_size);
-  r = log_retire (&lc, c->uuid, c->linked_log, true);
+  /* The old cache's blocks are dropped, not written back: no check. */
+  r = log_retire (&lc, c->uuid, c->linked_log, 0, true);
   vol->log_retired = r == 0;
   return r;
 }

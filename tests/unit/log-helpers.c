@@ -173,10 +173,18 @@ int64_t
 backend_version (struct env *e, uint64_t lba)
 {
   unsigned char blk[BS];
+
+  membackend_peek (e->mb, true, blk, BS, lba * BS);
+  return block_version (blk, lba);
+}
+
+/* The version of block lba that blk holds (-1: not one). */
+int64_t
+block_version (const unsigned char *blk, uint64_t lba)
+{
   uint64_t l, v = 0, v0 = 0;
   uint32_t s;
 
-  membackend_peek (e->mb, true, blk, BS, lba * BS);
   for (uint32_t i = 0; i < SECTORS; i++)
     {
       if (pattern_decode (blk + i * PAT_SECTOR, &l, &s, &v) != 1 || l != lba

@@ -278,6 +278,8 @@ bool reads_v (struct env *e, uint64_t lba, uint64_t v);
  * whole block of one version of lba).
  */
 int64_t backend_version (struct env *e, uint64_t lba);
+/* The version of block lba that blk (BS bytes) holds (-1: not one). */
+int64_t block_version (const unsigned char *blk, uint64_t lba);
 /* Every block of the backend holds expect[lba]. */
 void check_backend_state (struct env *e, const uint64_t *expect,
                           const char *what);

@@ -314,6 +314,19 @@ test_codec_max_seq (void **state)
   assert_int_equal (pg[48], 0x88); /* at offset 48, little-endian */
   pg[100] ^= 1;                    /* the crc covers the whole page */
   assert_false (cache_state_decode (pg, uuid, &out));
+  /* A replay not finished reads back; a link of a later build reads as
+   * paired (the safe side).
+   */
+  for (uint32_t link = CACHE_LOG_REPLAYING; link <= CACHE_LOG_REPLAYING + 1;
+       link++)
+    {
+      sp.log_link = link;
+      cache_state_encode (&sp, pg);
+      assert_true (cache_state_decode (pg, uuid, &out));
+      assert_int_equal (out.log_link, link == CACHE_LOG_REPLAYING
+                                          ? CACHE_LOG_REPLAYING
+                                          : CACHE_LOG_PAIRED);
+    }
   cache_page_init (pg, 7, 9, uuid);
   cache_page_set (pg, 3, 12345, SLOT_DIRTY);
   cache_page_seal (pg);

@@ -88,6 +88,38 @@
  *                 refused: b, valid and of the newest run, is left out
  *                 (counted by the valid mirrors' epoch, a's older one
  *                 and c's void of the newest passed; seventh review).
+ *   replay_cut    mirrors a and b: v1, FLUSH, clean stop (v1 in the
+ *                 log and the lost SSD only).  A new SSD's replay fails
+ *                 (the backend's writes do): then a blank c alone must
+ *                 be refused and left blank (the replay was abandoned,
+ *                 "the log is gone", and v1 lost: found by the
+ *                 mirror-sets campaign), and so must mode wb with a and
+ *                 b (a retirement voided the log unreplayed); a and b
+ *                 then replay it and read v1.
+ *   formatted_for ssd-sync=checkpoint.  A new cache's first start with
+ *                 a blank a is cut after a is formatted (a names no
+ *                 cache: the cache is formatted for it).  b alone (blank:
+ *                 a new log): v1, FLUSH, power cut: a redo of b is owed.
+ *                 a alone must be refused (it passed for an interrupted
+ *                 recovery into the cache it was formatted for, "replayed
+ *                 again", and the redo was skipped: v0 served; found by
+ *                 the mirror-sets campaign); b reads v1.
+ *   retire_order  mirrors a, b, c: v1, FLUSH, stop; a alone: v2, FLUSH,
+ *                 stop.  Mode wb with all three: the drain writes v2 back,
+ *                 and a's void fails after its mark (a reads void).  The
+ *                 SSD is lost; all three must start and read v2 (a was
+ *                 voided first, b and c left valid with v1's chain, which
+ *                 the replay wrote over v2: found by the mirror-sets
+ *                 campaign; now the oldest are voided first, and a replay
+ *                 of a chain older than a void of its log is refused).
+ *   replay_upgrade replay_cut's cut replay, its state page as an earlier
+ *                 build left it after a second start cut too (the link
+ *                 paired, an epoch reserved): the replay must be done
+ *                 again, v1 read (review: taken as paired, not replayed).
+ *   voided_later  mirrors a and b: v1, FLUSH, stop; a alone: a fails
+ *                 once, v2's FLUSH falls back (v2 written back) and a is
+ *                 voided.  The SSD is lost: a and b must not replay b's
+ *                 older chain over v2 (refused, or v2 read).
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -333,15 +365,16 @@ gen_up (struct log_sb *sb)
   sb->generation++;
 }
 
-/* The cache's state pages (each valid copy) record one generation
- * more.
+/* Rewrite the cache's state pages (each valid copy) with edit applied;
+ * at least one is valid.
  */
 static void
-state_gen_up (struct hhc_dev *ssd)
+edit_state (struct hhc_dev *ssd, void (*edit) (struct cache_state_page *))
 {
   unsigned char pg[CACHE_PAGE];
   struct cache_state_page sp;
   uint8_t uuid[16] = { 0 };
+  unsigned n = 0;
 
   for (unsigned copy = 0; copy < 2; copy++)
     {
@@ -350,10 +383,19 @@ state_gen_up (struct hhc_dev *ssd)
       memcpy (uuid, pg + 16, 8); /* the decode checks these 8 bytes */
       if (!cache_state_decode (pg, uuid, &sp))
         continue;
-      sp.log_gen++;
+      edit (&sp);
       cache_state_encode (&sp, pg);
       assert_int_equal (dev_pwrite (ssd, pg, CACHE_PAGE, off), 0);
+      n++;
     }
+  assert_true (n > 0);
+}
+
+/* The state page records one generation more. */
+static void
+state_gen_up (struct cache_state_page *sp)
+{
+  sp->log_gen++;
 }
 
 static void
@@ -372,7 +414,7 @@ test_failed_tied (void **state)
   env_close (&e);
   power_restore (&pw);
   edit_sbs (e.logs[1].cd, saved, gen_up);
-  state_gen_up (e.ssd.cd);
+  edit_state (e.ssd.cd, state_gen_up);
   assert_true (sb_gen (e.logs[1].cd) > sb_gen (e.logs[0].cd));
 
   env_open (&e);
@@ -635,6 +677,161 @@ test_retire_void (void **state)
   env_free (&e);
 }
 
+static void
+test_replay_cut (void **state)
+{
+  struct env e;
+  unsigned char *c, *zero;
+
+  quiet_env_init (&e, 3);
+  give (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  assert_false (backend_has (&e, 3, 1)); /* the premise */
+  env_new_ssd (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  assert_int_not_equal (env_try_open (&e), 0);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  refused (&e, 4, "a blank log, the replay into the new cache not done,");
+  c = dev_save (e.logs[2].cd);
+  zero = calloc (1, e.logs[2].cd->size);
+  assert_non_null (zero);
+  assert_memory_equal (c, zero, e.logs[2].cd->size);
+  free (c);
+  free (zero);
+  e.conf.mode = HHC_MODE_WB;
+  refused (&e, 3, "a retirement, the replay into the new cache not done,");
+  e.conf.mode = HHC_MODE_HHC;
+  give (&e, 3);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_retire_order (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 1);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  give (&e, 7);
+  pdev_fail_after (e.logs[0].pd, 1); /* a's void mark, then nothing */
+  assert_int_not_equal (env_try_open (&e), 0);
+  pdev_heal (e.logs[0].pd);
+  assert_true (backend_has (&e, 3, 2)); /* the drain */
+  env_new_ssd (&e);
+  e.conf.mode = HHC_MODE_HHC;
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  env_free (&e);
+}
+
+/* The state page as an earlier build wrote it after a second start of
+ * a new cache was cut in its replay: the link paired, an epoch
+ * reserved above the record.
+ */
+static void
+state_as_earlier_build (struct cache_state_page *sp)
+{
+  assert_int_equal (sp->log_link, CACHE_LOG_REPLAYING); /* the premise */
+  sp->log_link = CACHE_LOG_PAIRED;
+  sp->log_epoch = (sp->log_gen >> LOG_EPOCH_SHIFT) + 1;
+}
+
+static void
+test_replay_upgrade (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 1);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  env_new_ssd (&e);
+  membackend_fail_all (e.mb, MB_OP_WRITE, true);
+  assert_int_not_equal (env_try_open (&e), 0);
+  membackend_fail_all (e.mb, MB_OP_WRITE, false);
+  edit_state (e.ssd.cd, state_as_earlier_build);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_voided_later (void **state)
+{
+  struct log_sb sb;
+  struct log_sb_read rd;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 1);
+  env_open (&e);
+  pdev_fail_once (e.logs[0].pd, 0);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  /* The premise: a void of the later run, v2 on the backend. */
+  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), ESTALE);
+  assert_true (sb.generation >> LOG_EPOCH_SHIFT > sb_epoch (e.logs[1].cd));
+  assert_true (backend_has (&e, 3, 2));
+  env_new_ssd (&e);
+  give (&e, 3);
+  if (env_try_open (&e) == 0)
+    {
+      assert_true (reads_v (&e, 3, 2));
+      env_close (&e);
+    }
+  env_free (&e);
+}
+
+static void
+test_formatted_for (void **state)
+{
+  struct env e;
+  struct power pw;
+
+  pw_env_init (&e, &pw, 2);
+  e.conf.wal = true;
+  give (&e, 1);
+  pdev_fail_once (e.logs[0].pd, 6); /* after open_format's six writes */
+  assert_int_not_equal (env_try_open (&e), 0);
+  give (&e, 2);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  power_cut (&pw);
+  env_close (&e);
+  power_restore (&pw);
+  refused (&e, 1,
+           "the log the cache was formatted for, a redo of another owed,");
+  give (&e, 2);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_close (&e);
+  pw_env_free (&e, &pw);
+}
+
 int
 main (void)
 {
@@ -652,6 +849,11 @@ main (void)
     cmocka_unit_test (test_retire_member),
     cmocka_unit_test (test_retire_later_void),
     cmocka_unit_test (test_retire_void),
+    cmocka_unit_test (test_replay_cut),
+    cmocka_unit_test (test_formatted_for),
+    cmocka_unit_test (test_voided_later),
+    cmocka_unit_test (test_replay_upgrade),
+    cmocka_unit_test (test_retire_order),
   };
 
   test_filter_from_env ();

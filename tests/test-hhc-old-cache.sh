@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# An older copy of the cache device given with its log (an image put
+# back, a snapshot restored, an SSD that lost writes it had
+# acknowledged) is refused, changing nothing, in mode hhc and in a mode
+# that would retire the log; format=force rebuilds the cache from the
+# log.  x is block 5.
+#   1. a and b: x=A, FLUSH, clean stop; the cache file is copied (old).
+#   2. x=B, FLUSH, kill -9; x=C (B read), FLUSH, clean stop.
+#   3. old put back: mode hhc refused (the error names the later run and
+#      format=force), no file changed; mode wb with a and b (which would
+#      write A back and void the log) refused too.
+#   4. format=force with a and b: x reads C; x=D, FLUSH, clean stop;
+#      then a plain start reads D.
+set -euo pipefail
+source "$(dirname "$0")/functions.sh"
+
+requires nbdkit nbdsh md5sum
+hhc=$(filter)
+make_tmpdir
+
+export X=$(( 5 * 4096 ))
+truncate -s 16M "$tmp/backend.img"
+
+# gw_args PARAM...: set gw, the gateway with log= a and b, then PARAM.
+gw_args ()
+{
+  gw=(--filter="$hhc" file "$tmp/backend.img" cache="$tmp/cache.img"
+      cache-size=8M backend-id=old-cache idle-ms=0 dirty-low=90
+      dirty-high=95 log-size=16M log="$tmp/a.log" log="$tmp/b.log" "$@")
+}
+
+# put V [EXPECT]: x must read EXPECT (if given); write x=V and FLUSH.
+put ()
+{
+  V=$1 E=${2:-} nbdsh_u "$tmp/sock" -c '
+import os
+x = int(os.environ["X"])
+e = os.environ["E"]
+if e:
+    got = h.pread(4096, x)
+    assert got == e.encode() * 4096, "x reads %r..., not %s" % (got[:8], e)
+h.pwrite(os.environ["V"].encode() * 4096, x)
+h.flush()
+'
+}
+
+start_gw () { start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"; }
+
+# refused PATTERN: the gateway as gw_args set it must refuse to start
+# with an error matching PATTERN, changing no file.
+refused ()
+{
+  (cd "$tmp" && md5sum cache.img ./*.log backend.img >sums)
+  rm -f "$tmp/rsock"
+  expect_fail_with "$1" timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}"
+  (cd "$tmp" && md5sum -c --quiet sums) ||
+    fail "a refused start changed a file"
+}
+
+# 1.
+gw_args
+start_gw
+put A
+stop_nbdkit "$tmp/pid"
+cp "$tmp/cache.img" "$tmp/old.img"
+
+# 2.
+start_gw
+put B A
+kill9_nbdkit "$tmp/pid"
+start_gw
+put C B
+stop_nbdkit "$tmp/pid"
+
+# 3.
+cp "$tmp/old.img" "$tmp/cache.img"
+refused 'holds a run \(epoch [0-9]*\) later than any this cache knows of.*format=force'
+gw_args mode=wb
+refused 'later than any this cache knows of.*format=force'
+
+# 4.
+gw_args format=force
+start_gw
+put D C
+stop_nbdkit "$tmp/pid"
+gw_args
+start_gw
+put E D
+stop_nbdkit "$tmp/pid"
+echo "$_hhc_name: ok"
