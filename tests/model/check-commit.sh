@@ -42,6 +42,14 @@ shift $((OPTIND - 1))
 requires spin "$cc" timeout
 here=$(cd "$(dirname "$0")" && pwd)
 model=$here/hhccommit.pml
+source "$here/sums.sh"
+checked=("$model" "$here/check-commit.sh" "$here/sums.sh")
+if [ $# -eq 0 ] && model_unchanged check-commit "${checked[@]}"; then
+  echo "check-commit: hhccommit.pml and check-commit.sh are as last" \
+    "checked in full (checked.sha256): not run again" \
+    "(HHC_MODEL_ALWAYS=1 runs them)"
+  exit 0
+fi
 if [ -n "$keep" ]; then
   mkdir -p "$keep"
   work=$(cd "$keep" && pwd)
@@ -190,4 +198,6 @@ for r in "${selected[@]}"; do
     cat "$work/$name/trail.txt"
   fi
 done
+[ "$status" -ne 0 ] || [ ${#selected[@]} -ne ${#rows[@]} ] ||
+  model_record check-commit "${checked[@]}"
 exit $status

@@ -24,6 +24,14 @@ make_tmpdir
 
 here=$(cd "$(dirname "$0")" && pwd)
 model=$here/hhclog.pml
+source "$here/sums.sh"
+checked=("$model" "$here/run-mutants" "$here/check-model.sh" "$here/sums.sh")
+if model_unchanged check-model "${checked[@]}"; then
+  echo "check-model: hhclog.pml, run-mutants and check-model.sh are as" \
+    "last checked in full (checked.sha256): not run again" \
+    "(HHC_MODEL_ALWAYS=1 runs them)"
+  exit 0
+fi
 
 # name | spin -D options | what it adds (the defaults: MAXOPS=3
 # operations over MAXRUNS=2 runs, MAXWB=1 write-back per run, no mirror
@@ -155,4 +163,5 @@ if [ "$mutants_status" -ne 0 ]; then
   echo "check-model: run-mutants failed (status $mutants_status)" >&2
   status=1
 fi
+[ "$status" -ne 0 ] || model_record check-model "${checked[@]}"
 exit "$status"

@@ -15,21 +15,26 @@
  *     disk in place of a mirror.
  *
  * The property, after every start that succeeds: each block reads a
- * version no older than the last FLUSH (or FUA write) acknowledged
- * before it, and no version that a later start dropped (the oracle
- * below).  A start that is refused must change no device.  And a start
- * in mode hhc with every mirror, none failing, on the SSD of the
- * last run (or a blank one) must not be refused.
+ * version no older than the last FLUSH, FUA write or clean stop
+ * acknowledged before it, and no version that a later start dropped
+ * (the oracle below).  A start that is refused must change no device.
+ * And a start in mode hhc given every mirror, none failing, all of one
+ * log of this cache, on the SSD of the last run (or a blank one), with
+ * a mirror of the last run's mark left intact, must not be refused
+ * (must_start).
  *
- * Not generated (no device left holds the data, so nothing can be
- * checked): the SSD lost or blank disks given in place of mirrors when
- * no mirror given holds every acknowledged block (the "holders"
- * below); a stale mirror given alone after the loss of the SSD
- * (design.md §5.10's gap: no record left to compare with).
+ * Not generated (nothing left can tell, so nothing can be checked): the
+ * SSD lost or blank disks given in place of mirrors when no mirror
+ * given holds every acknowledged block (the "holders" below); a stale
+ * mirror given alone after the loss of the SSD; an older SSD image
+ * once a mirror was blanked or the log retired since it was taken
+ * (design.md §5.10's gaps).
  *
- * HHC_TEST_SEED (first seed), HHC_TEST_ROUNDS (seeds),
- * HHC_TEST_STARTS (starts a seed, default 12), HHC_TEST_VERBOSE=1
- * (each seed's events).  A seed's events are printed when it fails.
+ * HHC_TEST_SEED (first seed; without it the regression seeds run
+ * first), HHC_TEST_ROUNDS (seeds), HHC_TEST_STARTS (starts a seed,
+ * default 12), HHC_TEST_VERBOSE=1 (each start's mirrors' superblocks and
+ * the backend's blocks in the events, the core's messages on stderr).
+ * A failing seed prints its events.
  */
 #include <config.h>
 
