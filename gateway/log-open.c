@@ -228,6 +228,13 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
           ++*nvoid;
           memcpy (m->void_log, sb.log_uuid, 16);
           m->void_gen = sb.generation;
+          /* It may hold this log's own older history past this run's
+           * tail (a mirror voided by a retirement, then the log taken
+           * up again from another mirror): cut at the release like an
+           * older run's (found by the mirror-sets campaign: its old
+           * segment at the head passed for this run's next).
+           */
+          m->older_run = true;
           m->sb_hold = true;
           r = ENOENT;
         }
