@@ -30,16 +30,64 @@ sb_of_cache (const struct log_sb *sb, const uint8_t cache_uuid[16],
   return memcmp (sb->cache_uuid, cache_uuid, 16) == 0;
 }
 
+/* Of the mirrors given (of_log: valid or void, of this log), those
+ * of the newest epoch top are the members of its last run, and their
+ * superblocks' count says how many it had: fewer given is refused
+ * (EINVAL, logged).  Sets each mirror's retire_gen, retire_mirrors and
+ * sb_gen for the voids.
+ */
+static int
+count_members (struct hhc_log *log, const bool *of_log, const uint64_t *epoch,
+               const uint64_t *gens, const unsigned *count, uint64_t top)
+{
+  unsigned recorded = 0, newest = 0;
+  uint64_t member_gen = 0;
+
+  /* Only mirrors of the newest run count, and its count: a mirror
+   * voided in an earlier run does not stand for one of a later run left
+   * out (fifth review: retired, and the one left out was replayed after
+   * a loss of the SSD).  A void from before its run's mark is voided
+   * again after it (log_revoid); a cut between the two refuses, which
+   * one start in mode hhc with every mirror settles.  A void of a later
+   * epoch than every valid mirror given marks a run whose mirrors were
+   * not all given (seventh review): the newest epoch of all decides.
+   */
+  for (unsigned i = 0; i < log->nm; i++)
+    {
+      bool member = of_log[i] && epoch[i] == top;
+      log->m[i].retire_gen = member ? 0 : gens[i];
+      if (member)
+        {
+          newest++;
+          recorded = HHC_MAX (recorded, count[i]);
+          member_gen = HHC_MAX (member_gen, gens[i]);
+        }
+    }
+  log->retire_mirrors = newest; /* its voids record them */
+  log->sb_gen = HHC_MAX (log->sb_gen, member_gen);
+  if (recorded > newest)
+    {
+      /* A mirror left out would still be replayed. */
+      hhc_msg (log->msgfn, HHC_MSG_ERROR,
+               "log %s had %u mirrors when last written, %u of them given "
+               "(a blank device is not one): give every mirror of it as "
+               "log= (or, if one is lost for good, start once in mode hhc "
+               "with the mirrors left: the log then records them)",
+               log->m[0].dev->name, recorded, newest);
+      return EINVAL;
+    }
+  return 0;
+}
+
 /* Check every mirror of a log to retire: each is blank, or valid or
  * void and of this cache; at least one is not blank.  Fill the UUIDs
  * from a valid one.  ESTALE: none is valid (every one void already).
  */
 static int
 check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
-              const uint8_t log_uuid[16], uint64_t cache_epoch)
+              const uint8_t log_uuid[16])
 {
-  unsigned nvalid = 0, nvoid = 0, recorded = 0, newest = 0;
-  uint64_t member_gen = 0;
+  unsigned nvalid = 0, nvoid = 0;
   uint64_t epoch[LOG_MAX_MIRRORS] = { 0 }, gens[LOG_MAX_MIRRORS] = { 0 };
   uint64_t top = 0;
   unsigned count[LOG_MAX_MIRRORS] = { 0 };
@@ -49,12 +97,13 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
   bool named_us = false;
   struct log_sb sb;
   uint64_t gen;
+  int r;
 
   log->sb_gen = 0;
   for (unsigned i = 0; i < log->nm; i++)
     {
       struct mirror *m = &log->m[i];
-      int r = read_sb (log, m, &sb, &gen);
+      r = read_sb (log, m, &sb, &gen);
       log->sb_gen = HHC_MAX (log->sb_gen, gen);
       if (r == ENOENT)
         continue;
@@ -105,53 +154,8 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
                other->dev->name);
       return EINVAL;
     }
-  if (cache_epoch && top > cache_epoch)
-    {
-      /* A run (or a void) of it later than this cache knows of:
-       * retiring would write this older cache's blocks back over
-       * FLUSHed ones (logpair.c, behind_log).
-       */
-      hhc_msg (log->msgfn, HHC_MSG_ERROR,
-               "log %s holds a run (epoch %" PRIu64 ") later than any this "
-               "cache knows of (%" PRIu64 "): the cache device is an older "
-               "copy of the one that ran with it; start in mode hhc with "
-               "format=force to rebuild the cache from the log",
-               log->m[0].dev->name, top, cache_epoch);
-      return EINVAL;
-    }
-  /* Only mirrors of the newest run count, and its count: a mirror
-   * voided in an earlier run does not stand for one of a later run left
-   * out (fifth review: retired, and the one left out was replayed after
-   * a loss of the SSD).  A void from before its run's mark is voided
-   * again after it (log_revoid); a cut between the two refuses, which
-   * one start in mode hhc with every mirror settles.  A void of a later
-   * epoch than every valid mirror given marks a run whose mirrors were
-   * not all given (seventh review): the newest epoch of all decides.
-   */
-  for (unsigned i = 0; i < log->nm; i++)
-    {
-      bool member = of_log[i] && epoch[i] == top;
-      log->m[i].retire_gen = member ? 0 : gens[i];
-      if (member)
-        {
-          newest++;
-          recorded = HHC_MAX (recorded, count[i]);
-          member_gen = HHC_MAX (member_gen, gens[i]);
-        }
-    }
-  log->retire_mirrors = newest; /* its voids record them */
-  log->sb_gen = HHC_MAX (log->sb_gen, member_gen);
-  if (recorded > newest)
-    {
-      /* A mirror left out would still be replayed. */
-      hhc_msg (log->msgfn, HHC_MSG_ERROR,
-               "log %s had %u mirrors when last written, %u of them given "
-               "(a blank device is not one): give every mirror of it as "
-               "log= (or, if one is lost for good, start once in mode hhc "
-               "with the mirrors left: the log then records them)",
-               log->m[0].dev->name, recorded, newest);
-      return EINVAL;
-    }
+  if ((r = count_members (log, of_log, epoch, gens, count, top)) != 0)
+    return r;
   if (nvalid + nvoid == 0)
     {
       hhc_msg (log->msgfn, HHC_MSG_ERROR,
@@ -178,14 +182,14 @@ next_to_void (struct hhc_log *log)
 
 int
 log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-            const uint8_t log_uuid[16], uint64_t cache_epoch, bool void_it)
+            const uint8_t log_uuid[16], bool void_it)
 {
   struct hhc_log *log;
   uint64_t min_size;
   int r = new_log (conf, &log, &min_size);
 
   if (r == 0)
-    r = check_retire (log, cache_uuid, log_uuid, cache_epoch);
+    r = check_retire (log, cache_uuid, log_uuid);
   /* Oldest superblock first: a retirement that stops part way leaves
    * valid only the newest mirrors, never an older chain beside a voided
    * newer one (found by the mirror-sets campaign: the newer one voided,

@@ -314,13 +314,14 @@ unsigned log_void_stale (struct hhc_log *log);
 /* The cache is about to be used without its log (a mode other than
  * hhc): check that the log is log_uuid (if zero: a log paired with
  * cache_uuid), with every mirror it had, and with void_it void each of
- * them.  0 also if it is void already; EINVAL (logged) if a mirror is
- * of another log, a mirror is missing, all are blank, or a valid one
- * is of a run later than cache_epoch (the newest the cache knows of;
- * 0: not checked).  Needs no log_open.
+ * them (the oldest superblock first).  0 also if it is void already;
+ * EINVAL (logged) if a mirror is of another log, a mirror is missing,
+ * all are blank, or no superblock names the cache (its replay into it
+ * did not finish).  An older copy of the cache is the caller's to
+ * refuse (log_survey).  Needs no log_open.
  */
 int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-                const uint8_t log_uuid[16], uint64_t cache_epoch, bool void_it);
+                const uint8_t log_uuid[16], bool void_it);
 /* The newest epoch (*epoch) of a superblock among conf's mirrors,
  * valid or void, that names the cache cache_uuid or is of one of its
  * logs (log_uuid, the one it last ran with, or one whose valid

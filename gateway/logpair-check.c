@@ -101,8 +101,8 @@ behind_log (struct hhc_volume *vol, const struct log_conf *lc)
            "%s: log= %s holds a run (epoch %" PRIu64 ") later than any this "
            "cache knows of (%" PRIu64 "): the cache device is an older copy "
            "of the one that ran with it, and would serve blocks older than "
-           "FLUSHes the log acknowledged; start with format=force to "
-           "rebuild the cache from the log",
+           "FLUSHes the log acknowledged; start in mode hhc with format=force "
+           "to rebuild the cache from the log",
            vol->dev->name, names, e, k);
   return EINVAL;
 }

@@ -147,7 +147,12 @@ logpair_check_retire (struct hhc_volume *vol)
                vol->dev->name, hhc_mode_to_string (vol->conf.mode));
       return EINVAL;
     }
-  r = log_retire (&lc, c->uuid, c->linked_log, known_epoch (c), false);
+  /* An older copy of the cache would write its blocks back over
+   * FLUSHed ones the log holds (behind_log).
+   */
+  if ((r = behind_log (vol, &lc)) != 0)
+    return r;
+  r = log_retire (&lc, c->uuid, c->linked_log, false);
   vol->retire_pending = r == 0;
   return r;
 }
@@ -164,7 +169,7 @@ logpair_retire (struct hhc_volume *vol, void *bctx)
              "writing back dirty blocks before the log is voided: %s",
              strerror (r));
   if (r == 0)
-    r = log_retire (&lc, c->uuid, c->linked_log, known_epoch (c), true);
+    r = log_retire (&lc, c->uuid, c->linked_log, true);
   if (r == 0)
     {
       c->log_link = CACHE_LOG_RETIRED;
@@ -420,7 +425,7 @@ logpair_retire_before_format (struct hhc_volume *vol)
     }
   struct log_conf lc = log_conf_of (vol, c->block_size);
   /* The old cache's blocks are dropped, not written back: no check. */
-  r = log_retire (&lc, c->uuid, c->linked_log, 0, true);
+  r = log_retire (&lc, c->uuid, c->linked_log, true);
   vol->log_retired = r == 0;
   return r;
 }
