@@ -296,14 +296,21 @@ report_pairing (const struct log_sb *ls, const struct offline_cache *cc)
 }
 
 void
-report_log (struct offline_logset *ls, const struct offline_cache *cc)
+report_log (struct offline_logset *ls, const struct offline_cache *cc,
+            const char *cache_path)
 {
   struct offline_log_info li;
   const struct log_sb *sb = &li.sb;
   char a[37], b[37];
   bool cache_ok = cc && !cc->blank;
+  /* An older copy of the cache than the log shows (the gateway's own
+   * check, said as a problem): what a start would do with the pair
+   * does not follow.
+   */
+  bool behind
+      = cache_ok && offline_behind_log (ls, cache_path, cc, msg_cb) == EINVAL;
 
-  if (report_blank (ls, cc))
+  if (report_blank (ls, behind ? NULL : cc))
     return;
   offline_log_info (ls->log, &li);
   offline_uuid_str (sb->log_uuid, a);
@@ -315,7 +322,10 @@ report_log (struct offline_logset *ls, const struct offline_cache *cc)
         sb->head_seq);
   report_mirrors (ls, &li, cache_ok && cc->state == CACHE_CLOSED);
   if (cache_ok)
-    report_pairing (sb, cc);
+    {
+      if (!behind)
+        report_pairing (sb, cc);
+    }
   else if (cc)
     note ("the cache is blank: the next start replays the log into the "
           "backend");

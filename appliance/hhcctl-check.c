@@ -219,7 +219,7 @@ cmd_check (int argc, char **argv)
   if (ls.n > 0 && open_logs (&ls))
     {
       if (logset_open (&ls) == 0)
-        report_log (&ls, have_cache ? &cc : NULL);
+        report_log (&ls, have_cache ? &cc : NULL, a.cache);
     }
   else if (ls.n == 0 && have_cache && !cc.blank
            && memcmp (cc.sb.log_uuid, (uint8_t[16]){ 0 }, 16) != 0)

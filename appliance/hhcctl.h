@@ -72,7 +72,8 @@ int logset_open (struct offline_logset *ls);
 /* Blocks a replay of the log would write to the backend. */
 int replay_count (struct hhc_log *log, uint64_t *n);
 /* check: the log and its pairing with the cache (cc NULL: no cache). */
-void report_log (struct offline_logset *ls, const struct offline_cache *cc);
+void report_log (struct offline_logset *ls, const struct offline_cache *cc,
+                 const char *cache_path);
 
 /* ---- the commands: hhcctl NAME ARGS (argv[0] is NAME) ---- */
 

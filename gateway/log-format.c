@@ -24,6 +24,7 @@
 #define SB_HEAD_SEQ 80
 #define SB_GENERATION 88
 #define SB_IDENTITY 96
+#define SB_RETIRE_EPOCH 96 /* a void's */
 #define SB_MIRRORS 4088
 #define SB_CRC 4092
 
@@ -97,6 +98,13 @@ log_sb_void_mirrors (void *buf, uint32_t mirrors)
   log_sb_seal (buf);
 }
 
+void
+log_sb_void_epoch (void *buf, uint64_t epoch)
+{
+  put64 ((unsigned char *)buf + SB_RETIRE_EPOCH, epoch);
+  log_sb_seal (buf);
+}
+
 int
 log_sb_decode (const void *buf, struct log_sb *sb)
 {
@@ -113,6 +121,7 @@ log_sb_decode (const void *buf, struct log_sb *sb)
       memcpy (sb->cache_uuid, p + SB_CACHE_UUID, 16);
       sb->generation = get64 (p + SB_GENERATION);
       sb->mirrors = get32 (p + SB_MIRRORS); /* 0: an earlier build's */
+      sb->retire_epoch = get64 (p + SB_RETIRE_EPOCH);
       return ESTALE;
     }
   if (memcmp (p, LOG_MAGIC, 8) != 0)

@@ -31,7 +31,11 @@
  *   0   magic "HHCVOID1"      8  u32 version (LOG_VERSION)
  *   16  log uuid[16]          32 cache uuid[16]
  *   88  u64 generation: the newest superblock generation it voids (0
- *       in an earlier build's)                    (the rest 0)
+ *       in an earlier build's)
+ *   96  u64 retirement epoch: a retirement's void, the epoch the
+ *       retiring start reserved in its cache first (0: a failed
+ *       mirror's void, or an earlier build's)
+ *   4088 u32 mirrors of the log (0: an earlier build's)  (the rest 0)
  *   4092 u32 crc32c of bytes 0..4091
  *
  * Segment header (a LOG_ALIGN multiple):
@@ -130,6 +134,11 @@ struct log_sb {
    */
   char identity[LOG_IDENTITY_MAX + 1];
   uint32_t mirrors; /* of the run that wrote it (0: an earlier build) */
+  /* A void's: the epoch its retirement reserved in the cache (0: none,
+   * or an earlier build's): a copy of the cache older than the
+   * retirement is told by it (log_survey).
+   */
+  uint64_t retire_epoch;
 };
 
 /* Encode sb into buf (LOG_SB_SIZE bytes), checksum included; at most
@@ -149,6 +158,10 @@ void log_sb_encode_void (const uint8_t log_uuid[16],
  * whether one is missing (check_retire).
  */
 void log_sb_void_mirrors (void *buf, uint32_t mirrors);
+/* The retirement's epoch, into a void superblock encoded in buf
+ * (resealed).
+ */
+void log_sb_void_epoch (void *buf, uint64_t epoch);
 
 /* Decode the superblock copy in buf (LOG_SB_SIZE bytes) into *sb.
  * Returns 0: a valid log superblock (magic, checksum and version

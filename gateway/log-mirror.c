@@ -404,7 +404,8 @@ quiet_msg (enum hhc_msg_level level, const char *msg)
  */
 int
 void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
-          const uint8_t cache_uuid[16], uint64_t generation, unsigned mirrors)
+          const uint8_t cache_uuid[16], uint64_t generation, unsigned mirrors,
+          uint64_t retire_epoch)
 {
   HHC_CLEANUP_FREE unsigned char *sb = hhc_alloc_aligned (2 * LOG_SB_SIZE);
   int r;
@@ -413,6 +414,7 @@ void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
     return ENOMEM;
   log_sb_encode_void (log_uuid, cache_uuid, generation, sb);
   log_sb_void_mirrors (sb, mirrors);
+  log_sb_void_epoch (sb, retire_epoch);
   memcpy (sb + LOG_SB_SIZE, sb, LOG_SB_SIZE);
   if ((r = dev_pwrite (dev, sb, LOG_SB_SIZE, LOG_VOID_OFF)) != 0
       || (r = dev_sync (dev)) != 0
@@ -446,13 +448,13 @@ static int
 void_mirror (struct mirror *m, const uint8_t luuid[16], const uint8_t cuuid[16],
              uint64_t gen, unsigned nm, bool dial)
 {
-  int r = void_dev (m->dev, luuid, cuuid, gen, nm);
+  int r = void_dev (m->dev, luuid, cuuid, gen, nm, 0);
   struct hhc_dev *d;
 
   if (r && dial && m->path && dev_is_nbd_uri (m->path)
       && dev_open_nbd_bounded (m->path, VOID_DIAL_MS, quiet_msg, &d) == 0)
     {
-      r = void_dev (d, luuid, cuuid, gen, nm);
+      r = void_dev (d, luuid, cuuid, gen, nm, 0);
       dev_close (d);
     }
   return r;

@@ -276,11 +276,11 @@ open_read_sbs (struct hhc_log *log, struct log_sb *good, unsigned *nvalid,
 /* A new log (no mirror holds one) over the smallest mirror. */
 static void
 open_blank (struct hhc_log *log, const uint8_t cache_uuid[16],
-            uint64_t min_size)
+            uint64_t min_size, uint64_t epoch)
 {
   for (unsigned i = 0; i < log->nm; i++)
     log->m[i].sb_hold = log->m[i].joining = false; /* formatted below */
-  log->sb_gen = 0;
+  log->sb_gen = epoch << LOG_EPOCH_SHIFT;
   log->region_size = min_size > LOG_REGION_OFF
                          ? (min_size - LOG_REGION_OFF) / LOG_ALIGN * LOG_ALIGN
                          : 0;
@@ -457,7 +457,7 @@ open_log (struct hhc_log *log, const struct log_conf *conf,
   if (nvalid == 0 && conf->no_format)
     return ENODATA; /* the caller says why */
   if (nvalid == 0)
-    open_blank (log, cache_uuid, min_size);
+    open_blank (log, cache_uuid, min_size, conf->format_epoch);
   else if ((r = open_valid (log, &good)) != 0)
     return r;
   if ((r = open_buffers (log, conf->nbuffers)) != 0)

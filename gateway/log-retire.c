@@ -79,6 +79,20 @@ count_members (struct hhc_log *log, const bool *of_log, const uint64_t *epoch,
   return 0;
 }
 
+/* m holds the void sb (gen: the newest generation it may hold): to
+ * be written again with the retirement's epoch (log_retire).
+ */
+static void
+note_void (struct mirror *m, const struct log_sb *sb, uint64_t gen)
+{
+  m->revoid = true;
+  memcpy (m->void_log, sb->log_uuid, 16);
+  memcpy (m->void_cache, sb->cache_uuid, 16);
+  m->void_gen = gen; /* the newest it may hold, as the first void's */
+  m->void_mirrors = sb->mirrors;
+  m->void_retired = sb->retire_epoch;
+}
+
 /* Check every mirror of a log to retire: each is blank, or valid or
  * void and of this cache; at least one is not blank.  Fill the UUIDs
  * from a valid one.  ESTALE: none is valid (every one void already).
@@ -133,6 +147,8 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
       m->want_void = r == 0;
       m->sb_gen = gens[i]; /* the order of the voids: next_to_void */
       nvoid += r == ESTALE;
+      if (r == ESTALE)
+        note_void (m, &sb, gens[i]);
       if (r == 0)
         {
           memcpy (log->uuid, sb.log_uuid, 16);
@@ -154,6 +170,11 @@ check_retire (struct hhc_log *log, const uint8_t cache_uuid[16],
                other->dev->name);
       return EINVAL;
     }
+  /* The voids name this cache (a valid mirror left out of its run may
+   * still name the one it took the log over from: review).
+   */
+  if (named_us)
+    memcpy (log->cache_uuid, cache_uuid, 16);
   if ((r = count_members (log, of_log, epoch, gens, count, top)) != 0)
     return r;
   if (nvalid + nvoid == 0)
@@ -182,14 +203,15 @@ next_to_void (struct hhc_log *log)
 
 int
 log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-            const uint8_t log_uuid[16], bool void_it)
+            const uint8_t log_uuid[16], uint64_t retire_epoch)
 {
+  bool void_it = retire_epoch != 0;
   struct hhc_log *log;
   uint64_t min_size;
   int r = new_log (conf, &log, &min_size);
 
-  if (r == 0)
-    r = check_retire (log, cache_uuid, log_uuid);
+  if (r == 0 && (r = check_retire (log, cache_uuid, log_uuid)) == ESTALE)
+    r = 0; /* every mirror void already */
   /* Oldest superblock first: a retirement that stops part way leaves
    * valid only the newest mirrors, never an older chain beside a voided
    * newer one (found by the mirror-sets campaign: the newer one voided,
@@ -200,35 +222,59 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
       m->want_void = false;
       r = void_dev (m->dev, log->uuid, log->cache_uuid,
                     m->retire_gen ? m->retire_gen : log->sb_gen,
-                    m->retire_gen ? 0 : log->retire_mirrors);
+                    m->retire_gen ? 0 : log->retire_mirrors, retire_epoch);
       if (r)
         hhc_msg (conf->msgfn, HHC_MSG_ERROR, "log %s: voiding it: %s",
                  m->dev->name, strerror (r));
+    }
+  /* Those void already (failed in a run, or voided by a retirement cut
+   * part way) carry this retirement's epoch too, the rest of each void
+   * as it was: else, with none left valid to void, nothing would show
+   * a copy of the cache older than this retirement older (found by
+   * the mirror-sets campaign, seed 7747).
+   */
+  for (unsigned i = 0; r == 0 && void_it && i < log->nm; i++)
+    {
+      struct mirror *m = &log->m[i];
+      int e = 0;
+      if (m->revoid && m->void_retired < retire_epoch)
+        e = void_dev (m->dev, m->void_log, m->void_cache, m->void_gen,
+                      m->void_mirrors, retire_epoch);
+      /* Only evidence is lost (review: a mirror that failed, readable
+       * but not writable, refused every later retirement).
+       */
+      if (e)
+        hhc_msg (conf->msgfn, HHC_MSG_WARNING,
+                 "log %s: writing the retirement into its void: %s (an "
+                 "older copy of the cache may not be told from it)",
+                 m->dev->name, strerror (e));
     }
   if (r == 0 && void_it)
     hhc_msg (conf->msgfn, HHC_MSG_INFO,
              "log: voided (retired): the cache is used without it from now "
              "on");
   free_log (log);
-  return r == ESTALE ? 0 : r;
+  return r;
 }
 
 /* ---- the newest run of a cache ---- */
 
 int
 log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
-            const uint8_t log_uuid[16], uint64_t *epoch)
+            const uint8_t log_uuid[16], uint64_t *epoch, int *other)
 {
   struct hhc_log *log;
   struct log_sb_read rd;
   uint64_t min_size;
   uint8_t logs[LOG_MAX_MIRRORS + 1][16];
   struct log_sb sb[LOG_MAX_MIRRORS];
-  bool read[LOG_MAX_MIRRORS] = { false };
+  bool read[LOG_MAX_MIRRORS] = { false }, valid[LOG_MAX_MIRRORS] = { false };
+  bool mine_top = false;
   unsigned nlogs = 0;
   int r = new_log (conf, &log, &min_size);
 
   *epoch = 0;
+  *other = -1;
   /* The logs of this cache: its last one, and each whose valid
    * superblock names it.
    */
@@ -237,6 +283,7 @@ log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
     {
       int e = log_dev_sb (log->m[i].dev, &sb[i], &rd);
       read[i] = e == 0 || e == ESTALE;
+      valid[i] = e == 0;
       if (e == 0 && memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0)
         memcpy (logs[nlogs++], sb[i].log_uuid, 16);
     }
@@ -248,9 +295,28 @@ log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
       bool ours = read[i] && memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0;
       for (unsigned k = 0; read[i] && !ours && k < nlogs; k++)
         ours = memcmp (sb[i].log_uuid, logs[k], 16) == 0;
-      if (ours)
-        *epoch = HHC_MAX (*epoch, sb[i].generation >> LOG_EPOCH_SHIFT);
+      bool mine = memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0;
+      /* A retirement's epoch counts only in a void of this cache's: it
+       * is this cache's count, meaningless to another (review: one
+       * that took the log over was refused by it).
+       */
+      uint64_t e = HHC_MAX (sb[i].generation >> LOG_EPOCH_SHIFT,
+                            mine ? sb[i].retire_epoch : 0);
+      if (!ours || e < *epoch)
+        continue;
+      if (e > *epoch)
+        *other = -1, mine_top = false;
+      *epoch = e;
+      mine_top |= mine;
+      /* Another cache's valid superblock, none of this one's beside
+       * it at that epoch (review: a void names the cache that voided
+       * it, maybe another that took the log over and retired it).
+       */
+      if (!mine && valid[i] && *other < 0)
+        *other = (int)i;
     }
+  if (mine_top)
+    *other = -1;
   free_log (log);
   return r;
 }

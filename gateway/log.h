@@ -103,6 +103,13 @@ struct log_conf {
    * instead of formatting one.
    */
   bool no_format;
+  /* The epoch a log formatted now starts at: a loaded cache's known
+   * epoch (logpair-check.c), so that the new log, which names the
+   * cache, shows an older copy of the cache older than it even when
+   * the start is cut before its mark (it replaces voided mirrors that
+   * showed it: test-log-sets seed 5617); 0 for a new cache.
+   */
+  uint64_t format_epoch;
 };
 
 /* What log_open found. */
@@ -313,25 +320,30 @@ unsigned log_void_stale (struct hhc_log *log);
 
 /* The cache is about to be used without its log (a mode other than
  * hhc): check that the log is log_uuid (if zero: a log paired with
- * cache_uuid), with every mirror it had, and with void_it void each of
- * them (the oldest superblock first).  0 also if it is void already;
- * EINVAL (logged) if a mirror is of another log, a mirror is missing,
- * all are blank, or no superblock names the cache (its replay into it
- * did not finish).  An older copy of the cache is the caller's to
- * refuse (log_survey).  Needs no log_open.
+ * cache_uuid), with every mirror it had, and with retire_epoch (not
+ * 0: the epoch the caller reserved in the cache, durably, for the
+ * voids to carry) void each of them (the oldest superblock first).
+ * 0 also if it is void already; EINVAL (logged) if a mirror is of
+ * another log, a mirror is missing, all are blank, or no superblock
+ * names the cache (its replay into it did not finish).  An older copy
+ * of the cache is the caller's to refuse (log_survey).  Needs no
+ * log_open.
  */
 int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
-                const uint8_t log_uuid[16], bool void_it);
+                const uint8_t log_uuid[16], uint64_t retire_epoch);
 /* The newest epoch (*epoch) of a superblock among conf's mirrors,
  * valid or void, that names the cache cache_uuid or is of one of its
  * logs (log_uuid, the one it last ran with, or one whose valid
  * superblock names it): the newest run of that cache they show (each
- * start reserves its epoch in the cache before any mirror takes it).
+ * start reserves its epoch in the cache before any mirror takes it; a
+ * retirement's void counts with the epoch it reserved).
+ * *other: the index of a mirror whose superblock of that epoch names
+ * another cache (a run of the log by another cache), else -1.
  * Writes nothing (a mirror that cannot be read shows nothing; the
  * start's log_open says why).  0 or ENOMEM, EINVAL (conf).
  */
 int log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
-                const uint8_t log_uuid[16], uint64_t *epoch);
+                const uint8_t log_uuid[16], uint64_t *epoch, int *other);
 
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);

@@ -206,6 +206,13 @@ struct mirror {
    * run; 0: a member, voided with the log's.
    */
   uint64_t retire_gen;
+  /* log_retire: void already, its void (void_log, void_gen and these)
+   * to be written again with the retirement's epoch.
+   */
+  bool revoid;
+  uint8_t void_cache[16];
+  unsigned void_mirrors;
+  uint64_t void_retired; /* the retirement epoch it carries */
   /* Which superblock copy (0: A, 1: B) holds its newest valid
    * superblock: a superblock write goes over the other one, so that
    * a torn write never leaves it without a readable valid copy, even
@@ -434,12 +441,13 @@ int read_sb (struct hhc_log *log, struct mirror *m, struct log_sb *sb,
  */
 void sb_of_log (const struct hhc_log *log, struct log_sb *sb);
 /* Void dev: the void mark (a void superblock of generation, the newest
- * superblock generation dev may hold, and the log's count of mirrors),
- * a sync, then both copies, a sync (log-format.h).
+ * superblock generation dev may hold, the log's count of mirrors and a
+ * retirement's epoch, 0 for a failed mirror), a sync, then both
+ * copies, a sync (log-format.h).
  */
 int void_dev (struct hhc_dev *dev, const uint8_t log_uuid[16],
               const uint8_t cache_uuid[16], uint64_t generation,
-              unsigned mirrors);
+              unsigned mirrors, uint64_t retire_epoch);
 /* Run io on every healthy mirror (a mirror that fails is marked
  * failed): 0 if at least one succeeded, else EIO.  mirrors_io takes
  * io_lock; mirrors_io_locked is called with it held.

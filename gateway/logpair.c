@@ -85,6 +85,8 @@ logpair_open (struct hhc_volume *vol, bool cache_new)
       && ((r = note_redo_owed (vol, &lc)) != 0
           || (r = behind_log (vol, &lc)) != 0))
     return r;
+  /* (The state page read by note_redo_owed.) */
+  lc.format_epoch = cache_new ? 0 : known_epoch (c);
   r = log_open (&lc, cache_new ? zero : c->uuid, &vol->log, &found);
   if (r == ENODATA)
     {
@@ -152,7 +154,7 @@ logpair_check_retire (struct hhc_volume *vol)
    */
   if ((r = behind_log (vol, &lc)) != 0)
     return r;
-  r = log_retire (&lc, c->uuid, c->linked_log, false);
+  r = log_retire (&lc, c->uuid, c->linked_log, 0);
   vol->retire_pending = r == 0;
   return r;
 }
@@ -168,8 +170,19 @@ logpair_retire (struct hhc_volume *vol, void *bctx)
     hhc_msg (vol->conf.msgfn, HHC_MSG_ERROR,
              "writing back dirty blocks before the log is voided: %s",
              strerror (r));
+  /* The retirement's own epoch, in the cache before any void carries
+   * it: a copy of the cache older than the retirement then shows older
+   * than its voids (behind_log; else it started on them, its blocks
+   * older than FLUSHes the runs after the retirement acknowledged).
+   */
+  uint64_t e = known_epoch (c) + 1;
   if (r == 0)
-    r = log_retire (&lc, c->uuid, c->linked_log, true);
+    {
+      c->log_epoch = e;
+      r = cache_write_state (c, vol->run_state);
+    }
+  if (r == 0)
+    r = log_retire (&lc, c->uuid, c->linked_log, e);
   if (r == 0)
     {
       c->log_link = CACHE_LOG_RETIRED;
@@ -424,8 +437,17 @@ logpair_retire_before_format (struct hhc_volume *vol)
       return EINVAL;
     }
   struct log_conf lc = log_conf_of (vol, c->block_size);
-  /* The old cache's blocks are dropped, not written back: no check. */
-  r = log_retire (&lc, c->uuid, c->linked_log, true);
+  /* The old cache's blocks are dropped, not written back: no check.
+   * The voids carry an epoch above any the old cache knows of (an
+   * image of it put back is older than them: behind_log), reserved in
+   * its state page first, as logpair_retire does (review: a cut before
+   * the format left the old cache intact and refused as older than its
+   * own voids).
+   */
+  c->log_epoch = known_epoch (c) + 1;
+  r = cache_write_state (c, state);
+  if (r == 0)
+    r = log_retire (&lc, c->uuid, c->linked_log, c->log_epoch);
   vol->log_retired = r == 0;
   return r;
 }

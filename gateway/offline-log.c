@@ -13,6 +13,7 @@
 #include "common.h"
 #include "dev.h"
 #include "log.h"
+#include "logpair_int.h"
 #include "offline.h"
 
 /* Does a device hold no log?  What the log would use as a blank device:
@@ -57,6 +58,19 @@ offline_log_blank (struct hhc_dev *dev)
   return dev_sync (dev);
 }
 
+/* The log_conf of ls's open devices (the volume the log records). */
+static struct log_conf
+logset_conf (struct offline_logset *ls, hhc_msg_fn msgfn)
+{
+  return (struct log_conf){
+    .paths = ls->paths,
+    .npaths = ls->n,
+    .block_size = 512,
+    .msgfn = msgfn,
+    .devs = ls->devs,
+  };
+}
+
 int
 offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
                      unsigned *failed)
@@ -77,14 +91,18 @@ offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
     }
   if (ls->nblank == ls->n)
     return 0;
-  struct log_conf lc = {
-    .paths = ls->paths,
-    .npaths = ls->n,
-    .block_size = 512,
-    .msgfn = msgfn,
-    .devs = ls->devs,
-  };
+  struct log_conf lc = logset_conf (ls, msgfn);
   return log_open (&lc, zero, &ls->log, &found);
+}
+
+int
+offline_behind_log (struct offline_logset *ls, const char *cache_name,
+                    const struct offline_cache *cc, hhc_msg_fn msgfn)
+{
+  struct log_conf lc = logset_conf (ls, msgfn);
+
+  return logpair_behind (&lc, cache_name, cc->sb.uuid, cc->linked_log,
+                         cc->known_epoch);
 }
 
 void

@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "common.h"
 #include "dev.h"
+#include "logpair_int.h"
 #include "offline.h"
 
 /* ---- devices ---- */
@@ -232,6 +233,8 @@ offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
   if (HHC_MAX (c.state_seq[0], c.state_seq[1]) >= CACHE_SEQ_LOAD_MAX)
     cc->late_state = HHC_MAX (c.state_seq[0], c.state_seq[1]);
   take_super (cc, &c);
+  memcpy (cc->linked_log, c.linked_log, 16);
+  cc->known_epoch = known_epoch (&c);
   ents = malloc (((size_t)c.nslots + 1) * sizeof *ents);
   if (ents == NULL)
     return ENOMEM;

@@ -83,6 +83,11 @@ struct offline_cache {
   uint64_t clean, dirty;           /* blocks, duplicates resolved */
   uint64_t beyond, first_beyond;   /* entries naming blocks beyond the volume */
   uint64_t dups;                   /* blocks named by more than one slot */
+  /* Of the state page: the log it last ran with (zero: none), and the
+   * newest run of it the cache knows of (0: none; logpair-check.c).
+   */
+  uint8_t linked_log[16];
+  uint64_t known_epoch;
 };
 
 /* Read the cache's superblock, state page and metadata (nothing is
@@ -111,6 +116,14 @@ struct offline_logset {
  */
 int offline_logset_open (struct offline_logset *ls, hhc_msg_fn msgfn,
                          unsigned *failed);
+/* Would a start refuse the cache cc (named cache_name) as an older
+ * copy of the one that ran with the log on ls's mirrors (a superblock
+ * of a run or a retirement later than any cc knows of: the gateway's
+ * own check, logpair-check.c)?  Then EINVAL, said through msgfn as an
+ * error; else 0.  Reads superblocks only; ls need not hold a log.
+ */
+int offline_behind_log (struct offline_logset *ls, const char *cache_name,
+                        const struct offline_cache *cc, hhc_msg_fn msgfn);
 /* Close the log (ls->log NULL after) ... */
 void offline_logset_close_log (struct offline_logset *ls);
 /* ... and the devices too. */

@@ -229,6 +229,7 @@ void edit_sbs (struct hhc_dev *dev, unsigned char saved[2 * LOG_SB_SIZE],
                void (*edit) (struct log_sb *));
 unsigned char *dev_save (struct hhc_dev *cd);
 void dev_load (struct hhc_dev *cd, const unsigned char *img);
+void dev_blank (struct hhc_dev *cd);
 
 /* ---- pbe: the memory backend behind the switch ---- */
 

@@ -314,6 +314,17 @@ dev_load (struct hhc_dev *cd, const unsigned char *img)
   T_ASSERT ((dev_sync (cd)) == 0);
 }
 
+/* A new blank disk in cd's place (zeros). */
+void
+dev_blank (struct hhc_dev *cd)
+{
+  unsigned char *z = calloc (1, cd->size);
+
+  T_ASSERT ((z) != NULL);
+  dev_load (cd, z);
+  free (z);
+}
+
 /* ---- pbe: the memory backend behind the switch ---- */
 
 static int

@@ -70,10 +70,39 @@
  *                 refused (it recorded no generation of L2: taken as
  *                 paired, v1 served; sixth review).
  *   retire_cut    mirrors a and b, then mode wb with a, b and a blank c
- *                 retires the log, and a cut before the state page says
- *                 so (the cache image put back): the same retirement
+ *                 retires the log, and its SSD fails at the state page
+ *                 that says so (the voids written): the same retirement
  *                 with a and b must go on (the voids recorded 3 mirrors,
  *                 the blank one too: refused for ever; fourth review).
+ *   retired_copy  mirrors a and b: v1, FLUSH, stop; the cache's image
+ *                 saved; mode wb with a and b retires the log: v2,
+ *                 FLUSH, stop.  The image put back must be refused in
+ *                 wb and in hhc, changing nothing (its log voided, it
+ *                 started with a new one and served v1: the voids
+ *                 carried the retired run's epoch, which the image knew;
+ *                 now the retirement reserves its own first).
+ *   retired_left_out mirrors a and b: v1, FLUSH, stop; a alone: v2,
+ *                 FLUSH, stop; mode wb with a retires the log (v2 written
+ *                 back).  b alone (left out of the last run and the
+ *                 retirement, its chain older) must start and read v2
+ *                 (refused as an interrupted recovery: found by the
+ *                 mirror-sets campaign, which no longer draws it).
+ *   retired_void_copy mirrors a and b, both fail in a run and are
+ *                 voided: v1, FLUSH (written back), stop; the image
+ *                 saved.  Mode wb with a and b (void already): v2,
+ *                 FLUSH, stop.  The image put back must be refused (no
+ *                 mirror was left to void, and the voids carried the
+ *                 epoch the image knew: it served v1; found by the
+ *                 mirror-sets campaign, seed 7747; now a retirement
+ *                 writes its epoch into the voids it finds too).
+ *   retired_format_cut mirrors a and b: v1, FLUSH, stop; the image
+ *                 saved.  Mode wb with a and b retires the log: v2,
+ *                 FLUSH, stop.  Mode hhc with a and b formats a new log
+ *                 and fails (b does).  The image put back with a alone
+ *                 must be refused (the new log named the cache at epoch
+ *                 0, over the void that showed the retirement: v1
+ *                 served; seed 5617; now a loaded cache's new log
+ *                 starts at the epoch the cache knows).
  *   retire_old_void mirrors a and b: a fails and is voided; then b and a
  *                 blank c run.  Mode wb with a and b must be refused (c
  *                 is left out: a's void is of the earlier run; fifth
@@ -120,6 +149,17 @@
  *                 once, v2's FLUSH falls back (v2 written back) and a is
  *                 voided.  The SSD is lost: a and b must not replay b's
  *                 older chain over v2 (refused, or v2 read).
+ *   left_out      cache c1 with mirrors a, b and c: v1, FLUSH, stop; then
+ *                 b alone twice (b's epoch above a's and c's).  The SSD
+ *                 is lost: a new cache c2 replays a and c, runs: v2,
+ *                 FLUSH, stop.  Given a, b and c, c2 must be refused,
+ *                 changing no device, by a message that names b as
+ *                 another cache's later run (it said "an older copy,
+ *                 format=force", which would replay b's chain: found by
+ *                 the mirror-sets campaign, seed 27308).  Its advice
+ *                 must work: a and c read v2; a blank b in its place
+ *                 joins, and after a loss of c2's SSD the three replay
+ *                 v3.
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -133,6 +173,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,29 +234,43 @@ ssd_writes (struct env *e)
   return __atomic_load_n (&to_pdev (e->ssd.pd)->writes, __ATOMIC_ACQUIRE);
 }
 
+/* A start given the mirrors of mask whose SSD fails at its last write
+ * (the state page that records the mark, or the retirement): counted
+ * on a start of the same devices first, which is then undone.
+ */
+static void
+start_dies_at_last_write (struct env *e, unsigned mask)
+{
+  unsigned char *img[HHC_MAX_LOGS + 1];
+  uint64_t w0 = ssd_writes (e), n;
+
+  img[0] = dev_save (e->ssd.cd);
+  for (unsigned i = 0; i < e->nlogs; i++)
+    img[i + 1] = dev_save (e->logs[i].cd);
+  give (e, mask);
+  env_open (e);
+  n = ssd_writes (e) - w0;
+  env_close (e);
+  dev_load (e->ssd.cd, img[0]);
+  for (unsigned i = 0; i < e->nlogs; i++)
+    dev_load (e->logs[i].cd, img[i + 1]);
+  for (unsigned i = 0; i <= e->nlogs; i++)
+    free (img[i]);
+  assert_true (n > 0);
+  pdev_fail_after (e->ssd.pd, n - 1);
+  assert_int_not_equal (env_try_open (e), 0);
+  pdev_heal (e->ssd.pd);
+}
+
 /* A start with a alone whose SSD fails at its last write (the state
- * page that records the mark): counted on a start of the same devices
- * first, which is then undone.
+ * page that records the mark).
  */
 static void
 start_dies_after_mark (struct env *e)
 {
-  unsigned char *ssd = dev_save (e->ssd.cd), *a = dev_save (e->logs[0].cd);
-  uint64_t w0 = ssd_writes (e), n;
-
-  give (e, 1);
-  env_open (e);
-  n = ssd_writes (e) - w0;
-  env_close (e);
-  dev_load (e->ssd.cd, ssd);
-  dev_load (e->logs[0].cd, a);
-  free (ssd);
-  free (a);
-  assert_true (n > 0);
-  pdev_fail_after (e->ssd.pd, n - 1);
   uint64_t before = sb_epoch (e->logs[0].cd);
-  assert_int_not_equal (env_try_open (e), 0);
-  pdev_heal (e->ssd.pd);
+
+  start_dies_at_last_write (e, 1);
   /* The premise: a took this start's mark (a new epoch), b did not. */
   assert_true (sb_epoch (e->logs[0].cd) > before);
   assert_true (sb_epoch (e->logs[1].cd) < sb_epoch (e->logs[0].cd));
@@ -545,7 +600,8 @@ test_taken_blank (void **state)
 static void
 test_retire_cut (void **state)
 {
-  unsigned char *ssd;
+  struct log_sb sb;
+  struct log_sb_read rd;
   struct env e;
 
   quiet_env_init (&e, 3);
@@ -554,17 +610,143 @@ test_retire_cut (void **state)
   env_write (&e, 3, 1, false);
   env_flush (&e);
   env_close (&e);
-  ssd = dev_save (e.ssd.cd);
   e.conf.mode = HHC_MODE_WB;
-  give (&e, 7);
-  env_open (&e);
-  env_close (&e);
-  dev_load (e.ssd.cd, ssd);
-  free (ssd);
+  start_dies_at_last_write (&e, 7);
+  /* The premise: the voids were written, the state page not. */
+  for (unsigned i = 0; i < 2; i++)
+    assert_int_equal (log_dev_sb (e.logs[i].cd, &sb, &rd), ESTALE);
   give (&e, 3);
   env_open (&e);
   assert_true (reads_v (&e, 3, 1));
   env_close (&e);
+  env_free (&e);
+}
+
+/* v1, FLUSH, stop; the SSD's image taken (returned); mode wb with the
+ * mirrors given retires the log: v2, FLUSH, stop.
+ */
+static unsigned char *
+image_then_retire (struct env *e)
+{
+  unsigned char *old;
+
+  env_open (e);
+  env_write (e, 3, 1, false);
+  env_flush (e);
+  env_close (e);
+  old = dev_save (e->ssd.cd);
+  e->conf.mode = HHC_MODE_WB;
+  env_open (e);
+  env_write (e, 3, 2, false);
+  env_flush (e);
+  env_close (e);
+  return old;
+}
+
+static void
+test_retired_copy (void **state)
+{
+  unsigned char *old, *now;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  old = image_then_retire (&e);
+  now = dev_save (e.ssd.cd);
+  dev_load (e.ssd.cd, old);
+  refused (&e, 3, "a copy of the cache older than the retirement, in wb,");
+  e.conf.mode = HHC_MODE_HHC;
+  refused (&e, 3, "a copy of the cache older than the retirement, in hhc,");
+  refused (&e, 1, "a copy of the cache older than the retirement, with a,");
+  unsigned char *cur = dev_save (e.ssd.cd);
+  assert_memory_equal (cur, old, e.ssd.cd->size);
+  free (cur);
+  dev_load (e.ssd.cd, now);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  free (old);
+  free (now);
+  env_free (&e);
+}
+
+static void
+test_retired_left_out (void **state)
+{
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 1);
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  e.conf.mode = HHC_MODE_WB;
+  env_open (&e);
+  env_close (&e);
+  assert_true (backend_has (&e, 3, 2));
+  e.conf.mode = HHC_MODE_HHC;
+  give (&e, 2);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  env_free (&e);
+}
+
+static void
+test_retired_void_copy (void **state)
+{
+  struct log_sb sb;
+  struct log_sb_read rd;
+  unsigned char *old;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  env_open (&e);
+  for (unsigned i = 0; i < 2; i++)
+    pdev_fail_once (e.logs[i].pd, 0);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  for (unsigned i = 0; i < 2; i++)
+    assert_int_equal (log_dev_sb (e.logs[i].cd, &sb, &rd), ESTALE);
+  old = dev_save (e.ssd.cd);
+  e.conf.mode = HHC_MODE_WB;
+  env_open (&e);
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  dev_load (e.ssd.cd, old);
+  free (old);
+  refused (&e, 3, "a copy of the cache older than a retirement of voids,");
+  env_free (&e);
+}
+
+static void
+test_retired_format_cut (void **state)
+{
+  struct log_sb sb;
+  struct log_sb_read rd;
+  unsigned char *old;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  old = image_then_retire (&e);
+  e.conf.mode = HHC_MODE_HHC;
+  pdev_fail_once (e.logs[1].pd, 0);
+  assert_int_not_equal (env_try_open (&e), 0);
+  pdev_heal (e.logs[1].pd);
+  /* The premise: a holds the new log, b its retirement's void. */
+  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), 0);
+  assert_int_equal (log_dev_sb (e.logs[1].cd, &sb, &rd), ESTALE);
+  dev_load (e.ssd.cd, old);
+  free (old);
+  refused (&e, 1,
+           "a copy of the cache older than a retirement, given the "
+           "log a cut start formatted since,");
   env_free (&e);
 }
 
@@ -805,6 +987,78 @@ test_voided_later (void **state)
   env_free (&e);
 }
 
+static char last_err[512];
+
+static void
+keep_err (enum hhc_msg_level level, const char *msg)
+{
+  test_msg (level, msg);
+  if (level == HHC_MSG_ERROR)
+    snprintf (last_err, sizeof last_err, "%s", msg);
+}
+
+static void
+test_left_out (void **state)
+{
+  unsigned char *img[4];
+  struct hhc_dev *cds[4];
+  struct env e;
+
+  quiet_env_init (&e, 3);
+  e.conf.msgfn = keep_err;
+  env_open (&e);
+  env_write (&e, 3, 1, false);
+  env_flush (&e);
+  env_close (&e);
+  give (&e, 2);
+  for (int k = 0; k < 2; k++)
+    {
+      env_open (&e);
+      env_close (&e);
+    }
+  env_new_ssd (&e);
+  give (&e, 5);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  /* The premise: b's run (c1's) numbered above c2's. */
+  assert_true (sb_epoch (e.logs[1].cd) > sb_epoch (e.logs[0].cd));
+  cds[0] = e.ssd.cd;
+  for (unsigned i = 0; i < 3; i++)
+    cds[i + 1] = e.logs[i].cd;
+  for (unsigned i = 0; i < 4; i++)
+    img[i] = dev_save (cds[i]);
+  last_err[0] = '\0';
+  refused (&e, 7, "a mirror left out when the cache took the log over");
+  if (strstr (last_err, "log mirror log1 holds another cache's run") == NULL)
+    fail_msg ("the refusal did not name b: %s", last_err);
+  for (unsigned i = 0; i < 4; i++)
+    {
+      unsigned char *now = dev_save (cds[i]);
+      assert_memory_equal (now, img[i], cds[i]->size);
+      free (now);
+      free (img[i]);
+    }
+  give (&e, 5);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_close (&e);
+  dev_blank (e.logs[1].cd);
+  give (&e, 7);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 2));
+  env_write (&e, 3, 3, false);
+  env_flush (&e);
+  env_close (&e);
+  env_new_ssd (&e);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 3));
+  env_close (&e);
+  env_free (&e);
+}
+
 static void
 test_formatted_for (void **state)
 {
@@ -845,12 +1099,17 @@ main (void)
     cmocka_unit_test (test_taken_back),
     cmocka_unit_test (test_taken_blank),
     cmocka_unit_test (test_retire_cut),
+    cmocka_unit_test (test_retired_copy),
+    cmocka_unit_test (test_retired_void_copy),
+    cmocka_unit_test (test_retired_left_out),
+    cmocka_unit_test (test_retired_format_cut),
     cmocka_unit_test (test_retire_old_void),
     cmocka_unit_test (test_retire_member),
     cmocka_unit_test (test_retire_later_void),
     cmocka_unit_test (test_retire_void),
     cmocka_unit_test (test_replay_cut),
     cmocka_unit_test (test_formatted_for),
+    cmocka_unit_test (test_left_out),
     cmocka_unit_test (test_voided_later),
     cmocka_unit_test (test_replay_upgrade),
     cmocka_unit_test (test_retire_order),

@@ -145,6 +145,17 @@ test_void_sb (void **state)
   assert_memory_equal (d.log_uuid, sb.log_uuid, 16);
   assert_memory_equal (d.cache_uuid, sb.cache_uuid, 16);
   assert_int_equal (d.region_size, 0);
+  assert_int_equal (d.retire_epoch, 0);
+  /* A retirement's: its epoch at 96, the count at 4088, resealed. */
+  log_sb_void_mirrors (buf, 3);
+  log_sb_void_epoch (buf, 0x1112131415161718);
+  assert_int_equal (get64 (buf + 96), 0x1112131415161718);
+  assert_int_equal (get32 (buf + 4088), 3);
+  assert_int_equal (get32 (buf + 4092), crc32c (0, buf, 4092));
+  assert_int_equal (log_sb_decode (buf, &d), ESTALE);
+  assert_int_equal (d.retire_epoch, 0x1112131415161718);
+  assert_int_equal (d.mirrors, 3);
+  assert_int_equal (d.generation, 0x0102030405060708);
   (void)state;
 }
 
