@@ -69,54 +69,6 @@
  *                 L2 and runs: v2, FLUSH.  c1 given L2 again must be
  *                 refused (it recorded no generation of L2: taken as
  *                 paired, v1 served; sixth review).
- *   retire_cut    mirrors a and b, then mode wb with a, b and a blank c
- *                 retires the log, and its SSD fails at the state page
- *                 that says so (the voids written): the same retirement
- *                 with a and b must go on (the voids recorded 3 mirrors,
- *                 the blank one too: refused for ever; fourth review).
- *   retired_copy  mirrors a and b: v1, FLUSH, stop; the cache's image
- *                 saved; mode wb with a and b retires the log: v2,
- *                 FLUSH, stop.  The image put back must be refused in
- *                 wb and in hhc, changing nothing (its log voided, it
- *                 started with a new one and served v1: the voids
- *                 carried the retired run's epoch, which the image knew;
- *                 now the retirement reserves its own first).
- *   retired_left_out mirrors a and b: v1, FLUSH, stop; a alone: v2,
- *                 FLUSH, stop; mode wb with a retires the log (v2 written
- *                 back).  b alone (left out of the last run and the
- *                 retirement, its chain older) must start and read v2
- *                 (refused as an interrupted recovery: found by the
- *                 mirror-sets campaign, which no longer draws it).
- *   retired_void_copy mirrors a and b, both fail in a run and are
- *                 voided: v1, FLUSH (written back), stop; the image
- *                 saved.  Mode wb with a and b (void already): v2,
- *                 FLUSH, stop.  The image put back must be refused (no
- *                 mirror was left to void, and the voids carried the
- *                 epoch the image knew: it served v1; found by the
- *                 mirror-sets campaign, seed 7747; now a retirement
- *                 writes its epoch into the voids it finds too).
- *   retired_format_cut mirrors a and b: v1, FLUSH, stop; the image
- *                 saved.  Mode wb with a and b retires the log: v2,
- *                 FLUSH, stop.  Mode hhc with a and b formats a new log
- *                 and fails (b does).  The image put back with a alone
- *                 must be refused (the new log named the cache at epoch
- *                 0, over the void that showed the retirement: v1
- *                 served; seed 5617; now a loaded cache's new log
- *                 starts at the epoch the cache knows).
- *   retire_old_void mirrors a and b: a fails and is voided; then b and a
- *                 blank c run.  Mode wb with a and b must be refused (c
- *                 is left out: a's void is of the earlier run; fifth
- *                 review), with a, b and c it retires.
- *   retire_member mirrors a and b, then a and c (b left out).  Mode wb
- *                 with a, b and c, cut after a and b are voided (c's
- *                 void fails); then a and b alone must be refused (b,
- *                 not of the last run, was voided as one of it and
- *                 stood in for c; sixth review); a, b and c retire.
- *   retire_later_void mirrors a and b, then b and c (a left out), where
- *                 c fails and is voided.  Mode wb with a and c must be
- *                 refused: b, valid and of the newest run, is left out
- *                 (counted by the valid mirrors' epoch, a's older one
- *                 and c's void of the newest passed; seventh review).
  *   replay_cut    mirrors a and b: v1, FLUSH, clean stop (v1 in the
  *                 log and the lost SSD only).  A new SSD's replay fails
  *                 (the backend's writes do): then a blank c alone must
@@ -133,14 +85,6 @@
  *                 recovery into the cache it was formatted for, "replayed
  *                 again", and the redo was skipped: v0 served; found by
  *                 the mirror-sets campaign); b reads v1.
- *   retire_order  mirrors a, b, c: v1, FLUSH, stop; a alone: v2, FLUSH,
- *                 stop.  Mode wb with all three: the drain writes v2 back,
- *                 and a's void fails after its mark (a reads void).  The
- *                 SSD is lost; all three must start and read v2 (a was
- *                 voided first, b and c left valid with v1's chain, which
- *                 the replay wrote over v2: found by the mirror-sets
- *                 campaign; now the oldest are voided first, and a replay
- *                 of a chain older than a void of its log is refused).
  *   replay_upgrade replay_cut's cut replay, its state page as an earlier
  *                 build left it after a second start cut too (the link
  *                 paired, an epoch reserved): the replay must be done
@@ -160,11 +104,6 @@
  *                 must work: a and c read v2; a blank b in its place
  *                 joins, and after a loss of c2's SSD the three replay
  *                 v3.
- *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
- *                 voided at the close.  Mode wb with a alone (void) must
- *                 be refused: b is still a valid log of the cache (third
- *                 review: retired, b left to be replayed after a loss of
- *                 the SSD).
  */
 #include <config.h>
 
@@ -180,87 +119,10 @@
 #include <cmocka.h>
 
 #include "cache-format.h"
+#include "epoch-helpers.h"
 #include "log-helpers.h"
 #include "log_int.h"
 #include "vol.h"
-
-/* Give the start the mirrors of mask (bit i: e->logs[i]). */
-static void
-give (struct env *e, unsigned mask)
-{
-  unsigned n = 0;
-
-  for (unsigned i = 0; i < e->nlogs; i++)
-    if (mask & (1u << i))
-      {
-        e->conf.log_paths[n] = log_names[i];
-        e->pre.logs[n++] = e->logs[i].pd;
-      }
-  e->conf.nlogs = n;
-}
-
-/* The generation of the newest valid superblock on crash device cd. */
-static uint64_t
-sb_gen (struct hhc_dev *cd)
-{
-  struct log_sb sb;
-  struct log_sb_read rd;
-
-  assert_int_equal (log_dev_sb (cd, &sb, &rd), 0);
-  return sb.generation;
-}
-
-static uint64_t
-sb_epoch (struct hhc_dev *cd)
-{
-  return sb_gen (cd) >> LOG_EPOCH_SHIFT;
-}
-
-/* A start given the mirrors of mask must be refused (what: them, for
- * the message; block 3 reads v2 or v1 if it is not).
- */
-static void
-refused (struct env *e, unsigned mask, const char *what)
-{
-  give (e, mask);
-  if (env_try_open (e) == 0)
-    fail_msg ("%s was taken (it reads v%s)", what,
-              reads_v (e, 3, 2) ? "2" : "1");
-}
-
-static uint64_t
-ssd_writes (struct env *e)
-{
-  return __atomic_load_n (&to_pdev (e->ssd.pd)->writes, __ATOMIC_ACQUIRE);
-}
-
-/* A start given the mirrors of mask whose SSD fails at its last write
- * (the state page that records the mark, or the retirement): counted
- * on a start of the same devices first, which is then undone.
- */
-static void
-start_dies_at_last_write (struct env *e, unsigned mask)
-{
-  unsigned char *img[HHC_MAX_LOGS + 1];
-  uint64_t w0 = ssd_writes (e), n;
-
-  img[0] = dev_save (e->ssd.cd);
-  for (unsigned i = 0; i < e->nlogs; i++)
-    img[i + 1] = dev_save (e->logs[i].cd);
-  give (e, mask);
-  env_open (e);
-  n = ssd_writes (e) - w0;
-  env_close (e);
-  dev_load (e->ssd.cd, img[0]);
-  for (unsigned i = 0; i < e->nlogs; i++)
-    dev_load (e->logs[i].cd, img[i + 1]);
-  for (unsigned i = 0; i <= e->nlogs; i++)
-    free (img[i]);
-  assert_true (n > 0);
-  pdev_fail_after (e->ssd.pd, n - 1);
-  assert_int_not_equal (env_try_open (e), 0);
-  pdev_heal (e->ssd.pd);
-}
 
 /* A start with a alone whose SSD fails at its last write (the state
  * page that records the mark).
@@ -598,268 +460,6 @@ test_taken_blank (void **state)
 }
 
 static void
-test_retire_cut (void **state)
-{
-  struct log_sb sb;
-  struct log_sb_read rd;
-  struct env e;
-
-  quiet_env_init (&e, 3);
-  give (&e, 3);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  start_dies_at_last_write (&e, 7);
-  /* The premise: the voids were written, the state page not. */
-  for (unsigned i = 0; i < 2; i++)
-    assert_int_equal (log_dev_sb (e.logs[i].cd, &sb, &rd), ESTALE);
-  give (&e, 3);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 1));
-  env_close (&e);
-  env_free (&e);
-}
-
-/* v1, FLUSH, stop; the SSD's image taken (returned); mode wb with the
- * mirrors given retires the log: v2, FLUSH, stop.
- */
-static unsigned char *
-image_then_retire (struct env *e)
-{
-  unsigned char *old;
-
-  env_open (e);
-  env_write (e, 3, 1, false);
-  env_flush (e);
-  env_close (e);
-  old = dev_save (e->ssd.cd);
-  e->conf.mode = HHC_MODE_WB;
-  env_open (e);
-  env_write (e, 3, 2, false);
-  env_flush (e);
-  env_close (e);
-  return old;
-}
-
-static void
-test_retired_copy (void **state)
-{
-  unsigned char *old, *now;
-  struct env e;
-
-  quiet_env_init (&e, 2);
-  old = image_then_retire (&e);
-  now = dev_save (e.ssd.cd);
-  dev_load (e.ssd.cd, old);
-  refused (&e, 3, "a copy of the cache older than the retirement, in wb,");
-  e.conf.mode = HHC_MODE_HHC;
-  refused (&e, 3, "a copy of the cache older than the retirement, in hhc,");
-  refused (&e, 1, "a copy of the cache older than the retirement, with a,");
-  unsigned char *cur = dev_save (e.ssd.cd);
-  assert_memory_equal (cur, old, e.ssd.cd->size);
-  free (cur);
-  dev_load (e.ssd.cd, now);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
-  env_close (&e);
-  free (old);
-  free (now);
-  env_free (&e);
-}
-
-static void
-test_retired_left_out (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 2);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  give (&e, 1);
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  env_open (&e);
-  env_close (&e);
-  assert_true (backend_has (&e, 3, 2));
-  e.conf.mode = HHC_MODE_HHC;
-  give (&e, 2);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
-test_retired_void_copy (void **state)
-{
-  struct log_sb sb;
-  struct log_sb_read rd;
-  unsigned char *old;
-  struct env e;
-
-  quiet_env_init (&e, 2);
-  env_open (&e);
-  for (unsigned i = 0; i < 2; i++)
-    pdev_fail_once (e.logs[i].pd, 0);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  for (unsigned i = 0; i < 2; i++)
-    assert_int_equal (log_dev_sb (e.logs[i].cd, &sb, &rd), ESTALE);
-  old = dev_save (e.ssd.cd);
-  e.conf.mode = HHC_MODE_WB;
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
-  dev_load (e.ssd.cd, old);
-  free (old);
-  refused (&e, 3, "a copy of the cache older than a retirement of voids,");
-  env_free (&e);
-}
-
-static void
-test_retired_format_cut (void **state)
-{
-  struct log_sb sb;
-  struct log_sb_read rd;
-  unsigned char *old;
-  struct env e;
-
-  quiet_env_init (&e, 2);
-  old = image_then_retire (&e);
-  e.conf.mode = HHC_MODE_HHC;
-  pdev_fail_once (e.logs[1].pd, 0);
-  assert_int_not_equal (env_try_open (&e), 0);
-  pdev_heal (e.logs[1].pd);
-  /* The premise: a holds the new log, b its retirement's void. */
-  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), 0);
-  assert_int_equal (log_dev_sb (e.logs[1].cd, &sb, &rd), ESTALE);
-  dev_load (e.ssd.cd, old);
-  free (old);
-  refused (&e, 1,
-           "a copy of the cache older than a retirement, given the "
-           "log a cut start formatted since,");
-  env_free (&e);
-}
-
-static void
-test_retire_old_void (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 3);
-  give (&e, 3);
-  env_open (&e);
-  pdev_fail_after (e.logs[0].pd, 0);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  pdev_heal (e.logs[0].pd);
-  env_close (&e);
-  give (&e, 6);
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  refused (&e, 3, "a retirement with a void of an earlier run, c left out,");
-  give (&e, 7);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
-test_retire_member (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 3);
-  give (&e, 3);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  give (&e, 5);
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  give (&e, 7);
-  pdev_fail_once (e.logs[2].pd, 0); /* c's void mark */
-  assert_int_not_equal (env_try_open (&e), 0);
-  refused (&e, 3, "a retirement of a and b, c left out,");
-  give (&e, 7);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
-test_retire_later_void (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 3);
-  give (&e, 3);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  give (&e, 6);
-  env_open (&e);
-  pdev_fail_after (e.logs[2].pd, 0);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  pdev_heal (e.logs[2].pd);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  refused (&e, 5, "a retirement of a and the void c, b left out,");
-  give (&e, 7);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
-test_retire_void (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 2);
-  env_open (&e);
-  pdev_fail_after (e.logs[0].pd, 0);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  assert_int_equal (counts (&e).log_mirrors_failed, 1);
-  pdev_heal (e.logs[0].pd);
-  env_close (&e);
-  struct log_sb sb;
-  struct log_sb_read rd;
-  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), ESTALE);
-
-  give (&e, 1);
-  e.conf.mode = HHC_MODE_WB;
-  assert_int_not_equal (env_try_open (&e), 0);
-  give (&e, 3);
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 1));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
 test_replay_cut (void **state)
 {
   struct env e;
@@ -889,35 +489,6 @@ test_replay_cut (void **state)
   give (&e, 3);
   env_open (&e);
   assert_true (reads_v (&e, 3, 1));
-  env_close (&e);
-  env_free (&e);
-}
-
-static void
-test_retire_order (void **state)
-{
-  struct env e;
-
-  quiet_env_init (&e, 3);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
-  give (&e, 1);
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
-  e.conf.mode = HHC_MODE_WB;
-  give (&e, 7);
-  pdev_fail_after (e.logs[0].pd, 1); /* a's void mark, then nothing */
-  assert_int_not_equal (env_try_open (&e), 0);
-  pdev_heal (e.logs[0].pd);
-  assert_true (backend_has (&e, 3, 2)); /* the drain */
-  env_new_ssd (&e);
-  e.conf.mode = HHC_MODE_HHC;
-  env_open (&e);
-  assert_true (reads_v (&e, 3, 2));
   env_close (&e);
   env_free (&e);
 }
@@ -1098,21 +669,11 @@ main (void)
     cmocka_unit_test (test_force_stale),
     cmocka_unit_test (test_taken_back),
     cmocka_unit_test (test_taken_blank),
-    cmocka_unit_test (test_retire_cut),
-    cmocka_unit_test (test_retired_copy),
-    cmocka_unit_test (test_retired_void_copy),
-    cmocka_unit_test (test_retired_left_out),
-    cmocka_unit_test (test_retired_format_cut),
-    cmocka_unit_test (test_retire_old_void),
-    cmocka_unit_test (test_retire_member),
-    cmocka_unit_test (test_retire_later_void),
-    cmocka_unit_test (test_retire_void),
     cmocka_unit_test (test_replay_cut),
     cmocka_unit_test (test_formatted_for),
     cmocka_unit_test (test_left_out),
     cmocka_unit_test (test_voided_later),
     cmocka_unit_test (test_replay_upgrade),
-    cmocka_unit_test (test_retire_order),
   };
 
   test_filter_from_env ();
