@@ -200,12 +200,13 @@ cache_write_state (struct hhc_cache *c, enum cache_state state)
        */
       hhc_msg (c->msgfn, HHC_MSG_ERROR, "%s: writing the state page: %s",
                c->dev->name, strerror (r));
+      /* The first failure stays (no lock: a state page is written
+       * before cache_alloc_mem too, by logpair_retire_before_format).
+       */
+      int none = 0;
       if (r != ENOMEM)
-        {
-          HHC_SCOPED_LOCK (&c->gc_lock);
-          if (c->failed == 0)
-            __atomic_store_n (&c->failed, r, __ATOMIC_RELEASE);
-        }
+        __atomic_compare_exchange_n (&c->failed, &none, r, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
   return r;
 }

@@ -237,7 +237,8 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
     {
       struct mirror *m = &log->m[i];
       int e = 0;
-      if (m->revoid && m->void_retired < retire_epoch)
+      if (m->revoid && m->void_retired < retire_epoch
+          && memcmp (m->void_cache, cache_uuid, 16) == 0)
         e = void_dev (m->dev, m->void_log, m->void_cache, m->void_gen,
                       m->void_mirrors, retire_epoch);
       /* Only evidence is lost (review: a mirror that failed, readable
@@ -261,7 +262,7 @@ log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
 
 int
 log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
-            const uint8_t log_uuid[16], uint64_t *epoch, int *other)
+            const uint8_t log_uuid[16], struct log_survey *out)
 {
   struct hhc_log *log;
   struct log_sb_read rd;
@@ -269,12 +270,10 @@ log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
   uint8_t logs[LOG_MAX_MIRRORS + 1][16];
   struct log_sb sb[LOG_MAX_MIRRORS];
   bool read[LOG_MAX_MIRRORS] = { false }, valid[LOG_MAX_MIRRORS] = { false };
-  bool mine_top = false;
   unsigned nlogs = 0;
   int r = new_log (conf, &log, &min_size);
 
-  *epoch = 0;
-  *other = -1;
+  *out = (struct log_survey){ .other = -1 };
   /* The logs of this cache: its last one, and each whose valid
    * superblock names it.
    */
@@ -292,31 +291,25 @@ log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
    */
   for (unsigned i = 0; r == 0 && i < log->nm; i++)
     {
-      bool ours = read[i] && memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0;
+      bool mine = memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0;
+      bool ours = read[i] && mine;
       for (unsigned k = 0; read[i] && !ours && k < nlogs; k++)
         ours = memcmp (sb[i].log_uuid, logs[k], 16) == 0;
-      bool mine = memcmp (sb[i].cache_uuid, cache_uuid, 16) == 0;
+      if (!ours)
+        continue;
       /* A retirement's epoch counts only in a void of this cache's: it
        * is this cache's count, meaningless to another (review: one
        * that took the log over was refused by it).
        */
-      uint64_t e = HHC_MAX (sb[i].generation >> LOG_EPOCH_SHIFT,
-                            mine ? sb[i].retire_epoch : 0);
-      if (!ours || e < *epoch)
-        continue;
-      if (e > *epoch)
-        *other = -1, mine_top = false;
-      *epoch = e;
-      mine_top |= mine;
-      /* Another cache's valid superblock, none of this one's beside
-       * it at that epoch (review: a void names the cache that voided
-       * it, maybe another that took the log over and retired it).
-       */
-      if (!mine && valid[i] && *other < 0)
-        *other = (int)i;
+      uint64_t g = sb[i].generation >> LOG_EPOCH_SHIFT;
+      out->epoch
+          = HHC_MAX (out->epoch, HHC_MAX (g, mine ? sb[i].retire_epoch : 0));
+      if (!mine && valid[i] && (out->other < 0 || g > out->other_epoch))
+        {
+          out->other = (int)i;
+          out->other_epoch = g;
+        }
     }
-  if (mine_top)
-    *other = -1;
   free_log (log);
   return r;
 }

@@ -331,19 +331,26 @@ unsigned log_void_stale (struct hhc_log *log);
  */
 int log_retire (const struct log_conf *conf, const uint8_t cache_uuid[16],
                 const uint8_t log_uuid[16], uint64_t retire_epoch);
-/* The newest epoch (*epoch) of a superblock among conf's mirrors,
+/* The newest epoch (out->epoch) of a superblock among conf's mirrors,
  * valid or void, that names the cache cache_uuid or is of one of its
  * logs (log_uuid, the one it last ran with, or one whose valid
  * superblock names it): the newest run of that cache they show (each
  * start reserves its epoch in the cache before any mirror takes it; a
  * retirement's void counts with the epoch it reserved).
- * *other: the index of a mirror whose superblock of that epoch names
- * another cache (a run of the log by another cache), else -1.
  * Writes nothing (a mirror that cannot be read shows nothing; the
  * start's log_open says why).  0 or ENOMEM, EINVAL (conf).
  */
+struct log_survey {
+  uint64_t epoch;
+  /* Of those, the valid superblock naming another cache (a run of one
+   * of this cache's logs by another cache) with the newest epoch: its
+   * mirror (-1: none) and epoch.
+   */
+  int other;
+  uint64_t other_epoch;
+};
 int log_survey (const struct log_conf *conf, const uint8_t cache_uuid[16],
-                const uint8_t log_uuid[16], uint64_t *epoch, int *other);
+                const uint8_t log_uuid[16], struct log_survey *out);
 
 /* Is at least one mirror healthy? */
 bool log_healthy (struct hhc_log *log);

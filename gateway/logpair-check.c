@@ -91,38 +91,47 @@ known_epoch (const struct hhc_cache *c)
  * anything is written; format=force rebuilds the cache from the log
  * (a replay, as after the loss of the SSD).  No record (0): no answer.
  *
- * When that run is another cache's (a mirror of the log this cache
- * took over, left out of the takeover, still names the cache it
- * replaced: test-log-sets seed 27308), epochs alone cannot tell
- * whether it came before this cache's runs or after: refused too, but
- * format=force would replay that mirror's chain, so the advice is to
- * leave it out.
+ * A valid superblock of another cache's run of one of its logs with
+ * an epoch above this cache's record (its last recorded run: a
+ * reservation alone, of a start that was cut or of a retirement, does
+ * not count, as another cache that took the log over may number its
+ * run the same: review) is refused too, whatever this cache reserved:
+ * either that run is later than this cache's (it is an older copy), or
+ * it is a mirror left out when this cache replayed the log and took it
+ * over, numbered higher (epochs are not monotonic across caches:
+ * test-log-sets seed 27308).  Epochs cannot tell which, and the advice
+ * differs (format=force would replay that mirror's chain): the message
+ * names the mirror and gives both.
  */
 int
 logpair_behind (const struct log_conf *lc, const char *name,
                 const uint8_t cache_uuid[16], const uint8_t linked_log[16],
-                uint64_t known)
+                uint64_t known, uint64_t record)
 {
-  uint64_t e;
+  struct log_survey s;
   char names[512];
-  int r, other;
+  int r;
 
   if (known == 0)
     return 0;
-  if ((r = log_survey (lc, cache_uuid, linked_log, &e, &other)) != 0
-      || e <= known)
+  if ((r = log_survey (lc, cache_uuid, linked_log, &s)) != 0)
     return r;
-  if (other >= 0)
+  if (s.other >= 0 && record != 0 && s.other_epoch > record)
     {
       hhc_msg (lc->msgfn, HHC_MSG_ERROR,
                "%s: log mirror %s holds another cache's run of the log "
-               "(epoch %" PRIu64 ") later than any this cache knows of "
-               "(%" PRIu64 "): a mirror left out when this cache took the "
-               "log over (leave it out, or give a blank device in its "
-               "place), or this cache is older than that run",
-               name, lc->paths[other] ? lc->paths[other] : "?", e, known);
+               "(epoch %" PRIu64 ") later than this cache's last run of it "
+               "(%" PRIu64 "): if that mirror was left out when this cache "
+               "replayed the log and took it over, leave it out (or give a "
+               "blank device in its place); if this cache device is older "
+               "than that run (put back, restored), start in mode hhc with "
+               "format=force to rebuild it from the log",
+               name, lc->paths[s.other] ? lc->paths[s.other] : "?",
+               s.other_epoch, record);
       return EINVAL;
     }
+  if (s.epoch <= known)
+    return 0;
   names_of (lc->paths, lc->npaths, names, sizeof names);
   hhc_msg (lc->msgfn, HHC_MSG_ERROR,
            "%s: log= %s holds a run (epoch %" PRIu64 ") later than any this "
@@ -130,7 +139,7 @@ logpair_behind (const struct log_conf *lc, const char *name,
            "of the one that ran with it, and would serve blocks older than "
            "FLUSHes the log acknowledged; start in mode hhc with format=force "
            "to rebuild the cache from the log",
-           name, names, e, known);
+           name, names, s.epoch, known);
   return EINVAL;
 }
 
@@ -138,7 +147,8 @@ int
 behind_log (struct hhc_volume *vol, const struct log_conf *lc)
 {
   return logpair_behind (lc, vol->dev->name, vol->cache.uuid,
-                         vol->cache.linked_log, known_epoch (&vol->cache));
+                         vol->cache.linked_log, known_epoch (&vol->cache),
+                         vol->cache.log_gen >> LOG_EPOCH_SHIFT);
 }
 
 /* A loaded cache whose last run (ssd-sync=checkpoint) stopped

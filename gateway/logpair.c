@@ -438,13 +438,17 @@ logpair_retire_before_format (struct hhc_volume *vol)
     }
   struct log_conf lc = log_conf_of (vol, c->block_size);
   /* The old cache's blocks are dropped, not written back: no check.
-   * The voids carry an epoch above any the old cache knows of (an
-   * image of it put back is older than them: behind_log), reserved in
+   * The voids carry an epoch above any the old cache knows of or its
+   * log shows (an image of it put back is older than them: behind_log;
+   * review: the old cache may itself be older than its log), reserved in
    * its state page first, as logpair_retire does (review: a cut before
    * the format left the old cache intact and refused as older than its
    * own voids).
    */
-  c->log_epoch = known_epoch (c) + 1;
+  struct log_survey s;
+  if ((r = log_survey (&lc, c->uuid, c->linked_log, &s)) != 0)
+    return r;
+  c->log_epoch = HHC_MAX (known_epoch (c), s.epoch) + 1;
   r = cache_write_state (c, state);
   if (r == 0)
     r = log_retire (&lc, c->uuid, c->linked_log, c->log_epoch);

@@ -36,11 +36,12 @@ uint64_t known_epoch (const struct hhc_cache *c);
 int behind_log (struct hhc_volume *vol, const struct log_conf *lc);
 /* The same check for any caller (hhcctl check: offline.c): the cache
  * cache_uuid, called name in the message, which last ran with
- * linked_log and knows of runs up to known, given lc's mirrors.
+ * linked_log, knows of runs up to known and recorded its last at
+ * record (epochs), given lc's mirrors.
  */
 int logpair_behind (const struct log_conf *lc, const char *name,
                     const uint8_t cache_uuid[16], const uint8_t linked_log[16],
-                    uint64_t known);
+                    uint64_t known, uint64_t record);
 /* Read the state page: is a redo owed (vol->redo_owed)?  Sets
  * lc->no_format when a blank log must not be formatted.
  */

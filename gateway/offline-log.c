@@ -102,7 +102,7 @@ offline_behind_log (struct offline_logset *ls, const char *cache_name,
   struct log_conf lc = logset_conf (ls, msgfn);
 
   return logpair_behind (&lc, cache_name, cc->sb.uuid, cc->linked_log,
-                         cc->known_epoch);
+                         cc->known_epoch, cc->record_epoch);
 }
 
 void

@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "common.h"
 #include "dev.h"
+#include "log.h"
 #include "logpair_int.h"
 #include "offline.h"
 
@@ -235,6 +236,7 @@ offline_cache_read (struct hhc_dev *dev, hhc_msg_fn msgfn,
   take_super (cc, &c);
   memcpy (cc->linked_log, c.linked_log, 16);
   cc->known_epoch = known_epoch (&c);
+  cc->record_epoch = c.log_gen >> LOG_EPOCH_SHIFT;
   ents = malloc (((size_t)c.nslots + 1) * sizeof *ents);
   if (ents == NULL)
     return ENOMEM;

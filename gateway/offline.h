@@ -88,6 +88,7 @@ struct offline_cache {
    */
   uint8_t linked_log[16];
   uint64_t known_epoch;
+  uint64_t record_epoch; /* its last run's recorded (0: none) */
 };
 
 /* Read the cache's superblock, state page and metadata (nothing is

@@ -89,3 +89,12 @@ start_dies_at_last_write (struct env *e, unsigned mask)
   assert_int_not_equal (env_try_open (e), 0);
   pdev_heal (e->ssd.pd);
 }
+
+void
+run_v (struct env *e, uint64_t v)
+{
+  env_open (e);
+  env_write (e, 3, v, false);
+  env_flush (e);
+  env_close (e);
+}

@@ -20,6 +20,8 @@ uint64_t sb_epoch (struct hhc_dev *cd);
  * the message; block 3 reads v2 or v1 if it is not).
  */
 void refused (struct env *e, unsigned mask, const char *what);
+/* A run: start, block 3 = v, FLUSH, clean stop. */
+void run_v (struct env *e, uint64_t v);
 /* Writes the SSD has taken. */
 uint64_t ssd_writes (struct env *e);
 /* A start given the mirrors of mask whose SSD fails at its last write

@@ -61,6 +61,15 @@
  *                 the replay wrote over v2: found by the mirror-sets
  *                 campaign; now the oldest are voided first, and a replay
  *                 of a chain older than a void of its log is refused).
+ *   retire_tie    cache c1 with mirrors a and b: v1, FLUSH, stop; mode
+ *                 wb retires the log and is cut after a's void (b's
+ *                 fails).  The SSD is set aside: a new cache c2 replays
+ *                 b alone and runs: v2, FLUSH, stop.  c1 put back, given
+ *                 a and b, must be refused in wb and in hhc (c2's run
+ *                 took the same epoch as c1's retirement, which c1
+ *                 knew: taken, v1 written back over v2; second review;
+ *                 now another cache's run above c1's last record
+ *                 refuses).
  *   retire_void   mirrors a and b: a fails, v1, FLUSH; a heals and is
  *                 voided at the close.  Mode wb with a alone (void) must
  *                 be refused: b is still a valid log of the cache (third
@@ -93,16 +102,10 @@ image_then_retire (struct env *e)
 {
   unsigned char *old;
 
-  env_open (e);
-  env_write (e, 3, 1, false);
-  env_flush (e);
-  env_close (e);
+  run_v (e, 1);
   old = dev_save (e->ssd.cd);
   e->conf.mode = HHC_MODE_WB;
-  env_open (e);
-  env_write (e, 3, 2, false);
-  env_flush (e);
-  env_close (e);
+  run_v (e, 2);
   return old;
 }
 
@@ -163,15 +166,9 @@ test_retired_left_out (void **state)
   struct env e;
 
   quiet_env_init (&e, 2);
-  env_open (&e);
-  env_write (&e, 3, 1, false);
-  env_flush (&e);
-  env_close (&e);
+  run_v (&e, 1);
   give (&e, 1);
-  env_open (&e);
-  env_write (&e, 3, 2, false);
-  env_flush (&e);
-  env_close (&e);
+  run_v (&e, 2);
   e.conf.mode = HHC_MODE_WB;
   env_open (&e);
   env_close (&e);
@@ -376,6 +373,40 @@ test_retire_order (void **state)
   env_free (&e);
 }
 
+static void
+test_retire_tie (void **state)
+{
+  struct log_sb sb;
+  struct log_sb_read rd;
+  unsigned char *a;
+  struct env e;
+
+  quiet_env_init (&e, 2);
+  run_v (&e, 1);
+  e.conf.mode = HHC_MODE_WB;
+  pdev_fail_once (e.logs[1].pd, 0);
+  assert_int_not_equal (env_try_open (&e), 0);
+  /* The premise: a voided (with the retirement's epoch), b not. */
+  assert_int_equal (log_dev_sb (e.logs[0].cd, &sb, &rd), ESTALE);
+  assert_int_equal (log_dev_sb (e.logs[1].cd, &sb, &rd), 0);
+  a = dev_save (e.ssd.cd);
+  env_new_ssd (&e);
+  e.conf.mode = HHC_MODE_HHC;
+  give (&e, 2);
+  env_open (&e);
+  assert_true (reads_v (&e, 3, 1));
+  env_write (&e, 3, 2, false);
+  env_flush (&e);
+  env_close (&e);
+  dev_load (e.ssd.cd, a);
+  free (a);
+  e.conf.mode = HHC_MODE_WB;
+  refused (&e, 3, "the first cache, in wb, given the log another took,");
+  e.conf.mode = HHC_MODE_HHC;
+  refused (&e, 3, "the first cache, in hhc, given the log another took,");
+  env_free (&e);
+}
+
 int
 main (void)
 {
@@ -390,6 +421,7 @@ main (void)
     cmocka_unit_test (test_retire_later_void),
     cmocka_unit_test (test_retire_void),
     cmocka_unit_test (test_retire_order),
+    cmocka_unit_test (test_retire_tie),
   };
 
   test_filter_from_env ();

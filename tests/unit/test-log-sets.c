@@ -533,9 +533,9 @@ ssd_state (struct xr *x, struct cache_state_page *sp)
  * logs are refused (a new log formatted on a blank one given alone,
  * say), and so is another cache's log (one of the SSD lost), and a
  * mirror of the log this cache took over that still names the cache
- * it replaced with a run later than any this cache knows of (left out
- * of the takeover, and after this cache's replay: seed 27308, refused
- * as it must be, epochs cannot tell it from a later run).
+ * it replaced with a run later than the last this cache recorded (left
+ * out of the takeover, and numbered above this cache's: seed 27308,
+ * refused as it must be, epochs cannot tell it from a later run).
  */
 static bool
 one_log (struct xr *x, unsigned mask)
@@ -557,9 +557,8 @@ one_log (struct xr *x, unsigned mask)
       if (cache && memcmp (sb.cache_uuid, zero, 16) != 0
           && memcmp (sb.cache_uuid, sp.uuid8, 8) != 0
           && (memcmp (sb.log_uuid, sp.linked_log, 16) != 0
-              || (sp.log_link != CACHE_LOG_REPLAYING
-                  && sb.generation >> LOG_EPOCH_SHIFT > HHC_MAX (
-                         sp.log_epoch, sp.log_gen >> LOG_EPOCH_SHIFT))))
+              || sb.generation >> LOG_EPOCH_SHIFT > sp.log_gen
+                     >> LOG_EPOCH_SHIFT))
         return false;
       memcpy (uuid, sb.log_uuid, 16);
       have = true;
