@@ -43,6 +43,15 @@
 #   qemu_io_u SOCKET ARGS...     qemu-io (raw, no FUA) on SOCKET
 #   expect_fail_with REGEX CMD...
 #                                CMD must fail, its stderr match REGEX
+#   put_x V [EXPECT...]          over $tmp/sock, the block at byte $X
+#                                must read one of EXPECT (if given; each
+#                                a character repeated, "0": zeros);
+#                                write V repeated, FLUSH
+#   refused_unchanged REGEX [PARAM...]
+#                                nbdkit with "${gw[@]}" PARAM... must
+#                                refuse to start (stderr matching REGEX)
+#                                and change none of $tmp's cache.img,
+#                                *.log and backend.img
 #   apply_ops IMAGE OP...        apply qemu-io style ops to a file
 #   compare_image EXPECTED ACTUAL
 #                                cmp, allowing discarded ranges to
@@ -408,6 +417,39 @@ qemu_io_u ()
   local sock=$1
   shift
   qemu-io -f raw -t writeback "$(nbd_uri "$sock")" "$@"
+}
+
+# The log tests' one block x (byte $X): put_x V [EXPECT...].
+put_x ()
+{
+  local v=$1
+  shift
+  V=$v E="$*" nbdsh_u "$tmp/sock" -c '
+import os
+x = int(os.environ["X"])
+e = os.environ["E"].split()
+if e:
+    got = h.pread(4096, x)
+    ok = [b"\0" * 4096 if w == "0" else w.encode() * 4096 for w in e]
+    assert got in ok, "x reads %r..., not one of %r" % (got[:8], e)
+h.pwrite(os.environ["V"].encode() * 4096, x)
+h.flush()
+'
+}
+
+# refused_unchanged REGEX [PARAM...]: the gateway "${gw[@]}" (the
+# caller's array) with PARAMs must refuse to start, changing no file.
+refused_unchanged ()
+{
+  local regex=$1
+  shift
+  (cd "$tmp" && md5sum cache.img ./*.log $(ls backend.img 2>/dev/null) \
+    >sums)
+  rm -f "$tmp/rsock"
+  expect_fail_with "$regex" \
+    timeout 60 nbdkit -f -U "$tmp/rsock" "${gw[@]}" "$@"
+  (cd "$tmp" && md5sum -c --quiet sums) ||
+    fail "a refused start changed a file: $regex"
 }
 
 _hhc_nexpect=0

@@ -55,21 +55,6 @@ for i in range(2):
 '
 }
 
-# put V [EXPECT]: x must read EXPECT (if given); write x=V and FLUSH.
-put ()
-{
-  V=$1 E=${2:-} nbdsh_u "$tmp/sock" -c '
-import os
-x = int(os.environ["X"])
-e = os.environ["E"]
-if e:
-    got = h.pread(1, x)
-    assert got == e.encode(), "x reads %r, not %r" % (got, e)
-h.pwrite(os.environ["V"].encode() * 4096, x)
-h.flush()
-'
-}
-
 # b_warned EXPECT NEW: start on b alone, which must warn that it was
 # left out of a later run; x reads EXPECT; write x=NEW, FLUSH, kill -9.
 b_warned ()
@@ -78,20 +63,20 @@ b_warned ()
   start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
   grep -q 'warning: log= .*b\.log: .*left out' "$tmp/nbdkit-$_hhc_nlogs.log" ||
     fail "no warning that b.log was left out of a later run (x=$2)"
-  put "$2" "$1"
+  put_x "$2" "$1"
   kill9_nbdkit "$tmp/pid"
 }
 
 # 1.
 gw_args a b
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put A
+put_x A
 stop_nbdkit "$tmp/pid"
 
 # 2.
 gw_args a
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put B A
+put_x B A
 kill9_nbdkit "$tmp/pid"
 
 # 3.
@@ -106,7 +91,7 @@ expect_fail_with 'b\.log.*generation.*left out' \
 # 4.
 gw_args a
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put C B
+put_x C B
 traffic
 stop_nbdkit "$tmp/pid"
 
@@ -116,13 +101,13 @@ b_warned C D
 # 6.
 gw_args a b
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put D D
+put_x D D
 stop_nbdkit "$tmp/pid"
 
 # 7.
 SYNC=flush gw_args a
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put E D
+put_x E D
 traffic
 kill9_nbdkit "$tmp/pid"
 
@@ -132,6 +117,6 @@ b_warned E F
 # 9.
 gw_args a b
 start_nbdkit -P "$tmp/pid" -U "$tmp/sock" "${gw[@]}"
-put F F
+put_x F F
 stop_nbdkit "$tmp/pid"
 echo "$_hhc_name: ok"
