@@ -243,12 +243,24 @@ vol_version (struct xr *x, uint64_t l)
   return block_version (blk, l);
 }
 
+static bool
+crashed (struct xr *x)
+{
+  return power_crashed (&x->pw);
+}
+
 /* After a start: every block reads a version it may; what it reads is
- * all a later start may serve of what was written before.
+ * all a later start may serve of what was written before.  Unless the
+ * power was cut inside the start: then no client could have read
+ * anything it serves (seed 15430: such a start redid a mirror's
+ * shorter chain, a later one the longer, and the version between
+ * counted as dropped).
  */
 static void
 check_reads (struct xr *x)
 {
+  bool seen = !crashed (x);
+
   for (unsigned l = 0; l < NB; l++)
     {
       struct cand *c = &x->c[l];
@@ -259,16 +271,12 @@ check_reads (struct xr *x)
                "block %u reads version %lld; the last acknowledged was "
                "%llu, %u written since",
                l, (long long)v, (unsigned long long)c->dur, c->n);
+      if (!seen)
+        continue;
       c->n = 0;
       if ((uint64_t)v != c->dur)
         cand_add (c, (uint64_t)v);
     }
-}
-
-static bool
-crashed (struct xr *x)
-{
-  return power_crashed (&x->pw);
 }
 
 static void
