@@ -27,8 +27,9 @@
  * SSD lost or blank disks given in place of mirrors when no mirror
  * given holds every acknowledged block (the "holders" below); a stale
  * mirror given alone after the loss of the SSD; an older SSD image
- * once a mirror was blanked since it was taken (design.md §5.10's
- * gaps).
+ * once a mirror was blanked since it was taken, or of a cache that
+ * another replaced and whose successor retired the log (design.md
+ * §5.10's gaps).
  *
  * HHC_TEST_SEED (first seed; without it the regression seeds run
  * first: tests/unit/regress-seeds finds them), HHC_TEST_ROUNDS (seeds), HHC_TEST_STARTS (starts a seed,
@@ -108,6 +109,7 @@ struct xr {
   unsigned injected; /* this run's failing mirror (0: none) */
   enum ssd_state ssd;
   unsigned char *old_ssd; /* the SSD's image after a clean stop */
+  bool old_replaced;      /* of a cache another has replaced since */
   bool hhc;               /* this run's mode */
   unsigned mask;          /* this run's mirrors */
   bool verbose;
@@ -405,6 +407,7 @@ between (struct xr *x)
           x->ssd = SSD_BLANK;
           x->t->ssd_lost++;
           note (x, " SSD-LOST");
+          x->old_replaced = x->old_ssd != NULL;
         }
       break;
     case 1:
@@ -612,6 +615,7 @@ stop (struct xr *x, bool armed)
         {
           free (x->old_ssd);
           x->old_ssd = dev_save (x->e.ssd.cd);
+          x->old_replaced = false;
           note (x, " (saved)");
         }
     }
@@ -715,11 +719,21 @@ one_start (struct xr *x)
         x->ssd = SSD_CURRENT; /* not put back again */
     }
   /* A retirement wrote every dirty block back: no mirror holds one.
-   * An older SSD image stays: the retirement's voids carry an epoch
-   * above any it knows of.
+   * An older SSD image of this cache stays (the retirement's voids
+   * carry an epoch above any it knows of); one of a cache this one
+   * replaced does not: its successor's voids name the successor, and
+   * the log may be one the image never knew (seed 26547; design.md
+   * §5.10's gaps).
    */
   if (!x->hhc)
-    x->holders = 0;
+    {
+      x->holders = 0;
+      if (x->old_replaced)
+        {
+          free (x->old_ssd);
+          x->old_ssd = NULL;
+        }
+    }
   workload (x);
   stop (x, armed);
 }
